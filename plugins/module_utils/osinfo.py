@@ -1,0 +1,229 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure parsers for the OS state that os_facts reads: text in, data out, no I/O."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+# Linux capability bits (include/uapi/linux/capability.h).
+CAP_SYS_MODULE = 16
+CAP_SYS_ADMIN = 21
+CAP_SYS_RESOURCE = 24
+CAP_SYS_TIME = 25
+
+_FAMILIES = {
+    "debian": "Debian",
+    "ubuntu": "Debian",
+    "rhel": "RedHat",
+    "rocky": "RedHat",
+    "almalinux": "RedHat",
+    "centos": "RedHat",
+    "fedora": "RedHat",
+}
+_PACKAGE_ARCH = {
+    "Debian": {"x86_64": "amd64", "aarch64": "arm64"},
+    "RedHat": {"x86_64": "x86_64", "aarch64": "aarch64"},
+}
+
+
+def parse_os_release(text):
+    """Parse os-release(5): KEY=value lines, values optionally quoted."""
+    data = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        try:
+            parts = shlex.split(value)
+        except ValueError:
+            parts = [value.strip("\"'")]
+        data[key.strip()] = " ".join(parts)
+    return data
+
+
+def os_identity(release, machine):
+    """The OS identity the roles key their variables on, from parsed os-release and uname -m."""
+    os_id = release.get("ID", "").lower()
+    id_like = release.get("ID_LIKE", "").lower().split()
+    family = _FAMILIES.get(os_id)
+    if family is None:
+        family = next((_FAMILIES[x] for x in id_like if x in _FAMILIES), "unknown")
+    version_id = release.get("VERSION_ID", "")
+    return {
+        "id": os_id,
+        "id_like": id_like,
+        "name": release.get("PRETTY_NAME") or release.get("NAME", ""),
+        "version_id": version_id,
+        "major": version_id.split(".")[0] if version_id else "",
+        "codename": release.get("VERSION_CODENAME", "") or release.get("UBUNTU_CODENAME", ""),
+        "family": family,
+        "arch": machine,
+        "package_arch": _PACKAGE_ARCH.get(family, {}).get(machine, machine),
+        "package_manager": {"Debian": "apt", "RedHat": "dnf"}.get(family, "unknown"),
+    }
+
+
+def parse_cmdline(text):
+    """Split /proc/cmdline into arguments, honouring double quotes as the kernel does."""
+    try:
+        return shlex.split(text.strip())
+    except ValueError:
+        return text.split()
+
+
+def version_key(version):
+    """Sort key that orders kernel versions numerically: 6.1.0-9 < 6.1.0-50 < 6.12.1."""
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.findall(r"\d+|[A-Za-z]+", version)]
+
+
+def newest(versions):
+    return max(versions, key=version_key) if versions else ""
+
+
+_VERSIONED = re.compile(r"\d+\.\d+\.\d+")
+_DEB_KERNEL_PREFIXES = (
+    "linux-image-unsigned-",
+    "linux-signed-image-",
+    "linux-image-",
+    "linux-headers-",
+    "linux-modules-extra-",
+    "linux-modules-",
+)
+# Ubuntu's flavour meta-packages (linux-generic, linux-generic-hwe-24.04, ...).
+_DEB_META_FLAVOURS = re.compile(r"^linux-(generic|virtual|lowlatency|nvidia|oem|kvm)(-hwe-[\d.]+(-edge)?)?$")
+_RPM_KERNEL = re.compile(r"^kernel(-(core|modules|modules-core|modules-extra|devel|headers))?$")
+
+
+def classify_kernel_packages(installed, running, family):
+    """Split installed kernel packages into those of the running kernel and the meta-packages.
+
+    installed maps package name to version (Debian) or "version-release.arch"
+    (RPM). Holding both lists keeps an unattended upgrade from installing or
+    switching to a kernel DKMS has not built for. RPM has no meta-packages:
+    the versionlock on the running NEVRAs does that work.
+    """
+    running_pkgs, meta = [], []
+    if family == "Debian":
+        for name in sorted(installed):
+            prefix = next((p for p in _DEB_KERNEL_PREFIXES if name.startswith(p)), None)
+            if prefix is None:
+                if _DEB_META_FLAVOURS.match(name):
+                    meta.append(name)
+                continue
+            if not _VERSIONED.search(name):
+                meta.append(name)
+                continue
+            version = name[len(prefix):]
+            if version == running or running.startswith(version + "-"):
+                running_pkgs.append(name)
+    elif family == "RedHat":
+        for name in sorted(installed):
+            if _RPM_KERNEL.match(name) and installed[name] == running:
+                running_pkgs.append(name)
+    return {"running": running_pkgs, "meta": meta}
+
+
+def parse_dpkg_query(text):
+    """Parse `dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Abbrev}\\t${db:Status-Want}\\n'`."""
+    packages = {}
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) != 4:
+            continue
+        name, version, abbrev, want = fields
+        packages[name] = {
+            "version": version,
+            # Status-Abbrev's second letter is the current state: installed
+            # (possibly with triggers pending), or half-installed, unpacked or
+            # half-configured, which is what a failed maintainer script leaves.
+            "installed": len(abbrev) > 1 and abbrev[1] in "iWt",
+            "held": want == "hold",
+            "broken": len(abbrev) > 1 and abbrev[1] in "HUF",
+        }
+    return packages
+
+
+def parse_rpm_query(text):
+    """Parse `rpm -qa --qf '%{NAME}\\t%{VERSION}-%{RELEASE}.%{ARCH}\\n'`; the newest of several versions wins."""
+    packages = {}
+    for line in text.splitlines():
+        name, sep, evr = line.partition("\t")
+        if not sep:
+            continue
+        if name not in packages or version_key(evr) > version_key(packages[name]):
+            packages[name] = evr
+    return packages
+
+
+def parse_versionlock(text):
+    """Names locked in dnf's versionlock.list (entries like kernel-core-0:5.14.0-427.el9.*)."""
+    names = set()
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or line.startswith("!"):
+            continue
+        # NAME-[EPOCH:]VERSION-RELEASE.ARCH: the name ends before the version's dash.
+        match = re.match(r"^(.+?)-(\d+:)?[^-]+-[^-]+$", line)
+        if match:
+            names.add(match.group(1))
+    return sorted(names)
+
+
+def parse_swaps(text):
+    """Active swap areas from /proc/swaps."""
+    active = []
+    for line in text.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 3:
+            active.append({"device": fields[0], "type": fields[1], "size_kib": int(fields[2]) if fields[2].isdigit() else 0})
+    return active
+
+
+def fstab_swap_entries(text):
+    """Uncommented fstab lines whose type is swap."""
+    entries = []
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and not fields[0].startswith("#") and len(fields) >= 3 and fields[2] == "swap":
+            entries.append(line.strip())
+    return entries
+
+
+def parse_limit(text, label):
+    """Soft and hard values of one limit from /proc/PID/limits; "unlimited" or an int."""
+    for line in text.splitlines():
+        if line.startswith(label):
+            fields = line[len(label):].split()
+            if len(fields) >= 2:
+                return {key: (value if value == "unlimited" else int(value)) for key, value in zip(("soft", "hard"), fields[:2])}
+    return None
+
+
+def effective_caps(status_text):
+    """CapEff of /proc/self/status as an int bit mask."""
+    for line in status_text.splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return 0
+
+
+def has_cap(mask, bit):
+    return bool(mask >> bit & 1)
+
+
+def parse_systemctl_show(text):
+    """Parse `systemctl show -p Id,... unit...`: blank-line-separated blocks of KEY=value."""
+    units = {}
+    for block in text.strip().split("\n\n"):
+        props = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        if "Id" in props:
+            units[props["Id"]] = props
+    return units
+
+
+def normalize_sysctl(value):
+    """Sysctl values compare equal whatever their whitespace: tcp_rmem reads back tab-separated."""
+    return " ".join(str(value).split())

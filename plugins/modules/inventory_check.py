@@ -1,0 +1,54 @@
+#!/usr/bin/python
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: inventory_check
+short_description: Check the rack inventory against the collection's schema before any host is touched
+version_added: 0.1.0
+description:
+  - Runs on the controller (an action plugin); connects to no host.
+  - Every host must be in exactly one C(rack_*) group and one hardware profile group whose group_vars define
+    C(gpuops_hardware) (profile name, GPU model, architecture, count, NVSwitch, InfiniBand ports, rate, link layer).
+  - Fails with one line per problem, each naming the host, the variable, the value and the fix.
+author: gpuops.bringup developers
+options:
+  hosts:
+    description: Hosts to check; all inventory hosts when omitted.
+    type: list
+    elements: str
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  action:
+    support: full
+  platform:
+    platforms: all
+"""
+
+EXAMPLES = r"""
+- name: Check the inventory
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Check the inventory
+      gpuops.bringup.inventory_check:
+"""
+
+RETURN = r"""
+summary:
+  description: Hosts counted, and the members of each rack and hardware profile.
+  returned: always
+  type: dict
+  sample: {"hosts": 2, "racks": {"rack_local": ["node01", "node02"]}, "profiles": {"bench_container": ["node01", "node02"]}}
+problems:
+  description: One line per contract violation; empty when the inventory is well-formed.
+  returned: always
+  type: list
+  elements: str
+"""

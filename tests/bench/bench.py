@@ -1,0 +1,476 @@
+#!/usr/bin/env python3
+"""Test bench for gpuops.bringup: podman host setup, base images, offline mirror, node containers.
+
+Standard library only: `make setup` runs it with the system Python before the
+project's virtual environment exists. Every command is idempotent and cached:
+images are rebuilt only when their recipe changes, the mirror only restarted
+when its configuration changes.
+
+    bench.py host                 install podman & co, write the podman drop-in, create the network
+    bench.py images               build the Debian 12/13 node images and the mirror image
+    bench.py mirror               (re)build the local repository and start the mirror
+    bench.py nodes up GROUP SPEC  start node containers (SPEC: JSON list of {name, image}; --prefix: GROUP-name)
+    bench.py nodes down GROUP     remove a group's node containers
+    bench.py rack up|down         start or remove the demo rack of inventory/local.yml
+    bench.py clean                remove every bench container, network and image
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = Path(__file__).resolve().parent
+STATE = Path(os.environ.get("GPUOPS_BENCH_STATE", ROOT / ".bench"))
+
+NETWORK = "gpuops-bench"
+LABEL = "gpuops.bench"
+MIRROR_NAME = "gpuops-mirror"
+MIRROR_PORT = 8080
+# Upstream hosts the mirror passes through (with a cache); everything else it
+# serves comes from the bench's own repository under STATE/mirror/www.
+MIRROR_UPSTREAMS = ("deb.debian.org", "security.debian.org")
+LOCAL_REPO_HOST = "bench.gpuops.test"
+DEBIAN_ARCHIVE = "http://deb.debian.org/debian"
+
+DISTROS = {
+    "debian12": "bookworm",
+    "debian13": "trixie",
+}
+HOST_PACKAGES = ("podman", "runc", "debootstrap", "gnupg", "apt-utils", "openssh-client")
+# The two settings ../shared/ENVIRONMENT.md found necessary on this host:
+# runc (crun fails on hybrid cgroups) and ulimits within the host's limits.
+PODMAN_DROPIN = Path("/etc/containers/containers.conf.d/50-gpuops-bench.conf")
+PODMAN_CONF = """\
+# Written by gpuops.bringup tests/bench/bench.py host.
+[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+"""
+
+
+class BenchError(Exception):
+    """A bench step failed; the message says which and why."""
+
+
+def log(msg: str) -> None:
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+def run(cmd: list[str], *, check: bool = True, capture: bool = False, **kw) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, text=True, capture_output=capture, **kw)
+    if check and proc.returncode != 0:
+        detail = (proc.stderr or "").strip()[-2000:] if capture else ""
+        raise BenchError(f"command failed (rc={proc.returncode}): {' '.join(cmd)}\n{detail}")
+    return proc
+
+
+def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return run(["podman", *args], check=check, capture=True)
+
+
+def digest(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode() if isinstance(part, str) else part)
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def write_if_changed(path: Path, content: str, mode: int = 0o644) -> bool:
+    if path.exists() and path.read_text() == content:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(content)
+    tmp.chmod(mode)
+    tmp.replace(path)
+    return True
+
+
+# --- host ---------------------------------------------------------------------------------
+
+
+def cmd_host(_args: argparse.Namespace) -> None:
+    if os.geteuid() != 0:
+        raise BenchError("the bench runs rootful podman and installs packages: run it as root")
+    missing = [p for p in HOST_PACKAGES if not _dpkg_installed(p)]
+    if missing:
+        log(f"installing host packages: {' '.join(missing)}")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        run(["apt-get", "update", "-qq"], env=env, capture=True)
+        run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], env=env, capture=True)
+    if write_if_changed(PODMAN_DROPIN, PODMAN_CONF):
+        log(f"wrote {PODMAN_DROPIN}")
+    ensure_network()
+    ensure_ssh_key()
+
+
+def _dpkg_installed(pkg: str) -> bool:
+    proc = run(["dpkg-query", "-W", "-f=${db:Status-Status}", pkg], check=False, capture=True)
+    return proc.stdout.strip() == "installed"
+
+
+def ensure_network() -> None:
+    if podman("network", "exists", NETWORK, check=False).returncode != 0:
+        podman("network", "create", "--label", f"{LABEL}=network", NETWORK)
+        log(f"created podman network {NETWORK}")
+
+
+def ssh_key() -> Path:
+    return STATE / "ssh" / "id_ed25519"
+
+
+def ensure_ssh_key() -> Path:
+    key = ssh_key()
+    if not key.exists():
+        key.parent.mkdir(parents=True, exist_ok=True)
+        key.parent.chmod(0o700)
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpuops-bench", "-f", str(key)])
+    return key
+
+
+# --- images -------------------------------------------------------------------------------
+
+
+def image_label(ref: str) -> str | None:
+    proc = podman("image", "inspect", "--format", '{{ index .Labels "gpuops.recipe" }}', ref, check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def build_rootfs(name: str, suite: str) -> str:
+    """Debootstrap a minimal Debian and import it; returns the image reference."""
+    ref = f"localhost/gpuops-rootfs:{name}"
+    recipe = digest("debootstrap --variant=minbase", suite, DEBIAN_ARCHIVE)
+    if image_label(ref) == recipe:
+        return ref
+    log(f"debootstrap {suite} (about 30 s)")
+    with tempfile.TemporaryDirectory(prefix=f"gpuops-{name}-") as tmp:
+        target = Path(tmp) / "rootfs"
+        run(["debootstrap", "--variant=minbase", suite, str(target), DEBIAN_ARCHIVE], capture=True)
+        tar = subprocess.Popen(["tar", "-C", str(target), "-c", "."], stdout=subprocess.PIPE)
+        run(["podman", "import", "--change", f"LABEL gpuops.recipe={recipe}", "-", ref], stdin=tar.stdout, capture=True)
+        if tar.wait() != 0:
+            raise BenchError(f"tar of the {suite} rootfs failed")
+    return ref
+
+
+def build_image(ref: str, containerfile: Path, rootfs: str) -> None:
+    recipe = digest(containerfile.read_text(), rootfs, image_label(rootfs) or "")
+    if image_label(ref) == recipe:
+        return
+    log(f"building {ref}")
+    run(
+        [
+            "podman", "build", "--pull=never", "--label", f"gpuops.recipe={recipe}",
+            "--build-arg", f"ROOTFS={rootfs}", "-f", str(containerfile), "-t", ref, str(BENCH / "images"),
+        ],
+        capture=True,
+    )
+
+
+def node_image(name: str) -> str:
+    return f"localhost/gpuops-node:{name}"
+
+
+MIRROR_IMAGE = "localhost/gpuops-mirror:latest"
+
+
+def cmd_images(_args: argparse.Namespace) -> None:
+    def one(name: str, suite: str) -> None:
+        rootfs = build_rootfs(name, suite)
+        build_image(node_image(name), BENCH / "images" / "node.Containerfile", rootfs)
+        if name == "debian12":
+            build_image(MIRROR_IMAGE, BENCH / "images" / "mirror.Containerfile", rootfs)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(DISTROS)) as pool:
+        for future in [pool.submit(one, n, s) for n, s in DISTROS.items()]:
+            future.result()
+    log("images ready: " + ", ".join(node_image(n) for n in DISTROS) + f", {MIRROR_IMAGE}")
+
+
+# --- mirror -------------------------------------------------------------------------------
+
+
+def mirror_root() -> Path:
+    return STATE / "mirror"
+
+
+def nginx_conf() -> str:
+    blocks = []
+    for host in MIRROR_UPSTREAMS:
+        esc = host.replace(".", r"\.")
+        # Release files and unhashed indices change with every archive update;
+        # pool files and by-hash indices never change under the same name.
+        blocks.append(
+            f"""
+    location ~ ^/{esc}/.*/dists/(?!.*/by-hash/) {{
+        rewrite ^/{esc}(/.*)$ $1 break;
+        proxy_pass http://{host};
+        proxy_cache_valid 200 10m;
+    }}
+    location /{host}/ {{
+        proxy_pass http://{host}/;
+        proxy_cache_valid 200 60d;
+    }}"""
+        )
+    return f"""# Written by tests/bench/bench.py mirror.
+proxy_cache_path /var/cache/gpuops-mirror levels=1:2 keys_zone=mirror:20m max_size=8g inactive=60d use_temp_path=off;
+
+server {{
+    listen {MIRROR_PORT};
+    root /srv/mirror/www;
+    autoindex on;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_cache mirror;
+    proxy_cache_key $uri;
+    proxy_cache_lock on;
+    proxy_cache_use_stale error timeout updating;
+    proxy_cache_valid 404 1m;
+{"".join(blocks)}
+}}
+"""
+
+
+def gpg(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    home = mirror_root() / "gnupg"
+    home.mkdir(parents=True, exist_ok=True)
+    home.chmod(0o700)
+    return run(["gpg", "--homedir", str(home), "--batch", "--yes", "--quiet", *args], capture=True, check=check)
+
+
+def build_local_repo() -> dict:
+    """An apt repository signed by the bench's own key, laid out as the mirror of http://bench.gpuops.test/apt.
+
+    Empty until later stages add stand-in packages to STATE/mirror/pool; it
+    already exercises signed-by, key checksums and apt's signature checks.
+    """
+    repo = mirror_root() / "www" / LOCAL_REPO_HOST / "apt"
+    keyfile = repo / "gpuops-bench.asc"
+    if gpg("--list-secret-keys", "bench@gpuops.test", check=False).returncode != 0:
+        gpg("--passphrase", "", "--quick-gen-key", "gpuops bench mirror <bench@gpuops.test>", "ed25519", "sign", "never")
+    write_if_changed(keyfile, gpg("--armor", "--export", "bench@gpuops.test").stdout)
+    pool = repo / "pool" / "main"
+    pool.mkdir(parents=True, exist_ok=True)
+    dists = repo / "dists" / "stable"
+    binary = dists / "main" / "binary-amd64"
+    binary.mkdir(parents=True, exist_ok=True)
+    packages = run(["apt-ftparchive", "packages", "pool"], cwd=repo, capture=True).stdout
+    changed = write_if_changed(binary / "Packages", packages)
+    if changed or not (dists / "InRelease").exists():
+        run(["gzip", "-9nkf", str(binary / "Packages")])
+        release = run(
+            [
+                "apt-ftparchive",
+                "-o", "APT::FTPArchive::Release::Origin=gpuops-bench",
+                "-o", "APT::FTPArchive::Release::Label=gpuops-bench",
+                "-o", "APT::FTPArchive::Release::Suite=stable",
+                "-o", "APT::FTPArchive::Release::Codename=stable",
+                "-o", "APT::FTPArchive::Release::Architectures=amd64",
+                "-o", "APT::FTPArchive::Release::Components=main",
+                "release", ".",
+            ],
+            cwd=dists, capture=True,
+        ).stdout
+        (dists / "Release").write_text(release)
+        gpg("--local-user", "bench@gpuops.test", "--clearsign", "-o", str(dists / "InRelease"), str(dists / "Release"))
+        gpg("--local-user", "bench@gpuops.test", "-abs", "-o", str(dists / "Release.gpg"), str(dists / "Release"))
+    info = {
+        "url": f"http://{MIRROR_NAME}:{MIRROR_PORT}",
+        "local_repo": f"http://{LOCAL_REPO_HOST}/apt",
+        "local_repo_key_url": f"http://{LOCAL_REPO_HOST}/apt/gpuops-bench.asc",
+        "local_repo_key_sha256": hashlib.sha256(keyfile.read_bytes()).hexdigest(),
+    }
+    write_if_changed(mirror_root() / "mirror.json", json.dumps(info, indent=2) + "\n")
+    return info
+
+
+def container_running(name: str) -> bool:
+    proc = podman("container", "inspect", "--format", "{{.State.Running}}", name, check=False)
+    return proc.returncode == 0 and proc.stdout.strip() == "true"
+
+
+def cmd_mirror(_args: argparse.Namespace) -> None:
+    ensure_network()
+    info = build_local_repo()
+    conf = mirror_root() / "nginx.conf"
+    conf_changed = write_if_changed(conf, nginx_conf())
+    cache = STATE / "cache" / "mirror"
+    cache.mkdir(parents=True, exist_ok=True)
+    recipe = digest(nginx_conf(), image_label(MIRROR_IMAGE) or "")
+    current = podman("container", "inspect", "--format", '{{ index .Config.Labels "gpuops.recipe" }}', MIRROR_NAME, check=False)
+    if conf_changed or not container_running(MIRROR_NAME) or current.stdout.strip() != recipe:
+        podman("rm", "--force", "--ignore", MIRROR_NAME)
+        podman(
+            "run", "--detach", "--name", MIRROR_NAME, "--hostname", MIRROR_NAME, "--network", NETWORK,
+            "--label", f"{LABEL}=mirror", "--label", f"gpuops.recipe={recipe}",
+            "--publish", f"127.0.0.1::{MIRROR_PORT}",
+            "--volume", f"{mirror_root() / 'www'}:/srv/mirror/www:ro",
+            "--volume", f"{conf}:/etc/nginx/conf.d/gpuops-mirror.conf:ro",
+            "--volume", f"{cache}:/var/cache/gpuops-mirror",
+            MIRROR_IMAGE,
+        )
+    port = published_port(MIRROR_NAME, MIRROR_PORT)
+    probe = f"http://127.0.0.1:{port}/{LOCAL_REPO_HOST}/apt/dists/stable/InRelease"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(probe, timeout=5) as resp:
+                if resp.status == 200:
+                    break
+        except OSError as exc:
+            if time.monotonic() > deadline:
+                raise BenchError(f"the mirror does not answer at {probe}: {exc}") from exc
+            time.sleep(0.5)
+    log(f"mirror ready: {info['url']} (from the host: http://127.0.0.1:{port})")
+
+
+def published_port(name: str, port: int) -> int:
+    out = podman("port", name, f"{port}/tcp").stdout.strip().splitlines()
+    if not out:
+        raise BenchError(f"container {name} publishes no port {port}")
+    return int(out[0].rsplit(":", 1)[1])
+
+
+# --- nodes --------------------------------------------------------------------------------
+
+
+def start_node(group: str, spec: dict) -> dict:
+    name = spec["name"]
+    image = node_image(spec.get("image", "debian12"))
+    if image_label(image) is None:
+        raise BenchError(f"image {image} is missing: run `make setup` (bench.py images) first")
+    key = ensure_ssh_key()
+    if not container_running(name):
+        podman("rm", "--force", "--ignore", name)
+        cmd = [
+            "run", "--detach", "--name", name, "--hostname", spec.get("hostname", name),
+            "--network", NETWORK, "--systemd=always",
+            "--label", f"{LABEL}=node", "--label", f"gpuops.bench.group={group}",
+            "--publish", f"127.0.0.1:{spec.get('ssh_port', '')}:22",
+            "--volume", f"{key}.pub:/root/.ssh/authorized_keys:ro",
+        ]
+        for port in spec.get("publish", []):
+            cmd += ["--publish", f"127.0.0.1::{port}"]
+        cmd.append(image)
+        podman(*cmd)
+    port = published_port(name, 22)
+    wait_for_ssh(name, port)
+    return {
+        "instance": spec.get("instance", name),
+        "container": name,
+        "address": "127.0.0.1",
+        "port": port,
+        "user": "root",
+        "identity_file": str(key),
+        "image": image,
+    }
+
+
+def wait_for_ssh(name: str, port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+                if sock.recv(64).startswith(b"SSH-"):
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            logs = podman("logs", "--tail", "20", name, check=False).stdout
+            raise BenchError(f"node {name}: no SSH banner on 127.0.0.1:{port} after {timeout:.0f} s\n{logs}")
+        time.sleep(0.3)
+
+
+def cmd_nodes(args: argparse.Namespace) -> None:
+    if args.action == "up":
+        specs = json.loads(args.spec)
+        if args.prefix:
+            # Molecule platforms: the container name carries the group, so
+            # scenarios can run side by side; the inventory name stays short.
+            specs = [dict(s, name=f"{args.group}-{s['name']}", instance=s["name"], hostname=s["name"]) for s in specs]
+        ensure_network()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
+            nodes = list(pool.map(lambda s: start_node(args.group, s), specs))
+        json.dump(nodes, sys.stdout, indent=2)
+        print()
+    else:
+        ids = podman("ps", "-aq", "--filter", f"label=gpuops.bench.group={args.group}").stdout.split()
+        if ids:
+            podman("rm", "--force", "--time", "5", *ids)
+
+
+RACK_GROUP = "rack"
+
+
+def cmd_rack(args: argparse.Namespace) -> None:
+    """The built-in default rack: one node container per host of inventory/local.yml, on its fixed SSH port."""
+    if args.action == "down":
+        cmd_nodes(argparse.Namespace(action="down", group=RACK_GROUP))
+        return
+    proc = run(["ansible-inventory", "-i", str(ROOT / "inventory" / "local.yml"), "--list"], capture=True, cwd=ROOT)
+    hostvars = json.loads(proc.stdout)["_meta"]["hostvars"]
+    specs = [
+        {"name": name, "image": hv.get("gpuops_bench_image", "debian12"), "ssh_port": hv["ansible_port"]}
+        for name, hv in sorted(hostvars.items())
+    ]
+    ensure_network()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
+        nodes = list(pool.map(lambda spec: start_node(RACK_GROUP, spec), specs))
+    for node in nodes:
+        log(f"rack node {node['instance']} ({node['image']}) on 127.0.0.1:{node['port']}")
+
+
+def cmd_clean(_args: argparse.Namespace) -> None:
+    ids = podman("ps", "-aq", "--filter", f"label={LABEL}").stdout.split()
+    if ids:
+        podman("rm", "--force", "--time", "5", *ids)
+    podman("network", "rm", "--force", NETWORK, check=False)
+    for ref in [*(node_image(n) for n in DISTROS), MIRROR_IMAGE, *(f"localhost/gpuops-rootfs:{n}" for n in DISTROS)]:
+        podman("rmi", "--force", ref, check=False)
+    shutil.rmtree(STATE, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("host").set_defaults(func=cmd_host)
+    sub.add_parser("images").set_defaults(func=cmd_images)
+    sub.add_parser("mirror").set_defaults(func=cmd_mirror)
+    nodes = sub.add_parser("nodes")
+    nodes.add_argument("action", choices=["up", "down"])
+    nodes.add_argument("group")
+    nodes.add_argument("spec", nargs="?", default="[]")
+    nodes.add_argument("--prefix", action="store_true", help="prefix container names with the group")
+    nodes.set_defaults(func=cmd_nodes)
+    rack = sub.add_parser("rack")
+    rack.add_argument("action", choices=["up", "down"])
+    rack.set_defaults(func=cmd_rack)
+    sub.add_parser("clean").set_defaults(func=cmd_clean)
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except BenchError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
