@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+from ansible.inventory.group import Group
 from ansible.plugins.action import ActionBase
+from ansible.vars.plugins import get_vars_from_inventory_sources
+
 from ansible_collections.gpuops.bringup.plugins.module_utils.inventory_schema import check_inventory
 
 _VARS = ("group_names", "gpuops_hardware", "ansible_host", "ansible_port")
@@ -15,10 +18,29 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset(("hosts",))
     _requires_connection = False
 
+    def _profile_groups(self, task_vars):
+        """Groups whose group_vars files define gpuops_hardware.
+
+        Host variables show only the profile that won; a host placed in a second
+        profile group is caught by knowing every group that defines one.
+        """
+        sources = task_vars.get("ansible_inventory_sources") or []
+        # Vars plugins run at the stage the configuration sets (inventory or
+        # task); the one where they do not run contributes nothing.
+        return {
+            name
+            for name in task_vars["groups"]
+            if name not in ("all", "ungrouped")
+            and any(
+                "gpuops_hardware" in get_vars_from_inventory_sources(self._loader, sources, [Group(name)], stage)
+                for stage in ("inventory", "task")
+            )
+        }
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        _, args = self.validate_argument_spec(
+        _validation, args = self.validate_argument_spec(
             argument_spec={"hosts": {"type": "list", "elements": "str"}},
         )
         names = args["hosts"] if args["hosts"] is not None else task_vars["groups"]["all"]
@@ -30,12 +52,17 @@ class ActionModule(ActionBase):
                 return result
             host = hostvars[name]
             data[name] = {key: host.get(key) for key in _VARS}
-        problems, summary = check_inventory(data)
+        problems, summary = check_inventory(data, self._profile_groups(task_vars))
         result.update(changed=False, summary=summary, problems=problems)
         if problems:
             result["failed"] = True
-            result["msg"] = f"the inventory breaks the rack inventory contract in {len(problems)} place(s):\n- " + "\n- ".join(problems)
+            result["msg"] = (
+                f"the inventory breaks the rack inventory contract in {len(problems)} place(s):\n- "
+                + "\n- ".join(problems)
+            )
         else:
-            result["msg"] = (f"{summary['hosts']} hosts in {len(summary['racks'])} rack(s), "
-                             f"{len(summary['profiles'])} hardware profile(s): inventory is well-formed")
+            result["msg"] = (
+                f"{summary['hosts']} hosts in {len(summary['racks'])} rack(s), "
+                f"{len(summary['profiles'])} hardware profile(s): inventory is well-formed"
+            )
         return result

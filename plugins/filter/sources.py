@@ -5,7 +5,12 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuops.bringup.plugins.module_utils.repositories import mirror_url_problem, mirrored, repository_problems
+
+from ansible_collections.gpuops.bringup.plugins.module_utils.repositories import (
+    mirror_url_problem,
+    mirrored,
+    repository_problems,
+)
 
 
 def _mirrored(url, mirror):

@@ -19,7 +19,9 @@ class ToolRunner:
         self.tool = tool
         self.path = module.get_bin_path(tool, required=False)
         if required and self.path is None:
-            module.fail_json(msg=f"{tool} was not found on this host (searched PATH and the sbin directories)", cmd=tool)
+            module.fail_json(
+                msg=f"{tool} was not found on this host (searched PATH and the sbin directories)", cmd=tool
+            )
 
     @property
     def available(self):

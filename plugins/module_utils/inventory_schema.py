@@ -39,32 +39,74 @@ def _check_field(problems, where, hardware, path, check, expected, fix):
 def check_hardware(where, hardware):
     """Problems in one gpuops_hardware mapping, each naming the key, the value and the fix."""
     if not isinstance(hardware, dict):
-        return [f"{where}: gpuops_hardware is {hardware!r}, expected a mapping; "
-                "define it in group_vars/<profile>.yml (see inventory/group_vars/hgx_h100_8gpu.yml)"]
+        return [
+            f"{where}: gpuops_hardware is {hardware!r}, expected a mapping; "
+            "define it in group_vars/<profile>.yml (see inventory/group_vars/hgx_h100_8gpu.yml)"
+        ]
     problems = []
     fix = "see inventory/group_vars/hgx_h100_8gpu.yml for a complete profile"
-    _check_field(problems, where, hardware, "profile", lambda v: isinstance(v, str) and bool(_PROFILE_NAME.match(v)),
-                 "the profile group's name (lower case, digits, underscores)", fix)
-    _check_field(problems, where, hardware, "gpu.model", lambda v: isinstance(v, str), "the product name nvidia-smi reports", fix)
-    _check_field(problems, where, hardware, "gpu.architecture", lambda v: v in ARCHITECTURES, f"one of {', '.join(ARCHITECTURES)}", fix)
-    _check_field(problems, where, hardware, "gpu.count", lambda v: _is_int(v) and 0 <= v <= 16, "an integer from 0 to 16", fix)
+    _check_field(
+        problems,
+        where,
+        hardware,
+        "profile",
+        lambda v: isinstance(v, str) and bool(_PROFILE_NAME.match(v)),
+        "the profile group's name (lower case, digits, underscores)",
+        fix,
+    )
+    _check_field(
+        problems, where, hardware, "gpu.model", lambda v: isinstance(v, str), "the product name nvidia-smi reports", fix
+    )
+    _check_field(
+        problems,
+        where,
+        hardware,
+        "gpu.architecture",
+        lambda v: v in ARCHITECTURES,
+        f"one of {', '.join(ARCHITECTURES)}",
+        fix,
+    )
+    _check_field(
+        problems, where, hardware, "gpu.count", lambda v: _is_int(v) and 0 <= v <= 16, "an integer from 0 to 16", fix
+    )
     _check_field(problems, where, hardware, "gpu.nvswitch", lambda v: isinstance(v, bool), "true or false", fix)
-    _check_field(problems, where, hardware, "infiniband.ports", lambda v: _is_int(v) and 0 <= v <= 32, "an integer from 0 to 32", fix)
-    _check_field(problems, where, hardware, "infiniband.rate_gbps", lambda v: v in PORT_RATES,
-                 f"one of {', '.join(map(str, PORT_RATES))}", fix)
-    _check_field(problems, where, hardware, "infiniband.link_layer", lambda v: v in LINK_LAYERS, " or ".join(LINK_LAYERS), fix)
+    _check_field(
+        problems,
+        where,
+        hardware,
+        "infiniband.ports",
+        lambda v: _is_int(v) and 0 <= v <= 32,
+        "an integer from 0 to 32",
+        fix,
+    )
+    _check_field(
+        problems,
+        where,
+        hardware,
+        "infiniband.rate_gbps",
+        lambda v: v in PORT_RATES,
+        f"one of {', '.join(map(str, PORT_RATES))}",
+        fix,
+    )
+    _check_field(
+        problems, where, hardware, "infiniband.link_layer", lambda v: v in LINK_LAYERS, " or ".join(LINK_LAYERS), fix
+    )
     gpu = hardware.get("gpu") if isinstance(hardware.get("gpu"), dict) else {}
     if gpu.get("nvswitch") is True and gpu.get("count") in (0, 1):
-        problems.append(f"{where}: gpuops_hardware.gpu.nvswitch is true with gpu.count {gpu.get('count')}; "
-                        "NVSwitch systems carry 4 or 8 GPUs: fix the count or set nvswitch: false")
+        problems.append(
+            f"{where}: gpuops_hardware.gpu.nvswitch is true with gpu.count {gpu.get('count')}; "
+            "NVSwitch systems carry 4 or 8 GPUs: fix the count or set nvswitch: false"
+        )
     return problems
 
 
-def check_inventory(hosts):
+def check_inventory(hosts, profile_groups=()):
     """Problems in the whole inventory.
 
     hosts maps each host name to {"group_names": [...], "gpuops_hardware": ...,
-    "ansible_host": ..., "ansible_port": ...}. Returns (problems, summary).
+    "ansible_host": ..., "ansible_port": ...}. profile_groups names the groups
+    whose group_vars define gpuops_hardware; any group that is some host's
+    effective profile counts too. Returns (problems, summary).
     """
     problems = []
     profiles, racks, endpoints = {}, {}, {}
@@ -74,14 +116,18 @@ def check_inventory(hosts):
         where = f"host {host}"
         rack_groups = [g for g in groups if _RACK_GROUP.match(g)]
         if len(rack_groups) != 1:
-            problems.append(f"{where} is in {len(rack_groups)} rack groups ({', '.join(rack_groups) or 'none'}); "
-                            "put it in exactly one group named rack_<id>")
+            problems.append(
+                f"{where} is in {len(rack_groups)} rack groups ({', '.join(rack_groups) or 'none'}); "
+                "put it in exactly one group named rack_<id>"
+            )
         else:
             racks.setdefault(rack_groups[0], []).append(host)
         hardware = data.get("gpuops_hardware")
         if hardware is None:
-            problems.append(f"{where} has no gpuops_hardware: add it to one hardware profile group "
-                            "(e.g. hgx_h100_8gpu) whose group_vars define the profile")
+            problems.append(
+                f"{where} has no gpuops_hardware: add it to one hardware profile group "
+                "(e.g. hgx_h100_8gpu) whose group_vars define the profile"
+            )
             continue
         found = check_hardware(where, hardware)
         problems += found
@@ -89,22 +135,28 @@ def check_inventory(hosts):
             continue
         profile = hardware["profile"]
         if profile not in groups:
-            problems.append(f"{where}: gpuops_hardware.profile is {profile!r} but the host is not in group {profile!r}; "
-                            "assign hardware profiles through group membership, not host variables")
+            problems.append(
+                f"{where}: gpuops_hardware.profile is {profile!r} but the host is not in group {profile!r}; "
+                "assign hardware profiles through group membership, not host variables"
+            )
         profiles.setdefault(profile, []).append(host)
         endpoint = (data.get("ansible_host") or host, data.get("ansible_port") or 22)
         endpoints.setdefault(endpoint, []).append(host)
 
-    known = set(profiles)
+    known = set(profiles) | set(profile_groups)
     for host in sorted(hosts):
         in_profiles = sorted(known & set(hosts[host].get("group_names") or []))
         if len(in_profiles) > 1:
-            problems.append(f"host {host} is in several hardware profile groups ({', '.join(in_profiles)}); "
-                            "a host has exactly one profile: remove it from all but one")
+            problems.append(
+                f"host {host} is in several hardware profile groups ({', '.join(in_profiles)}); "
+                "a host has exactly one profile: remove it from all but one"
+            )
     for (address, port), names in sorted(endpoints.items(), key=lambda item: str(item[0])):
         if len(names) > 1:
-            problems.append(f"hosts {', '.join(names)} all connect to {address}:{port}; "
-                            "each host needs its own ansible_host (or ansible_port)")
+            problems.append(
+                f"hosts {', '.join(names)} all connect to {address}:{port}; "
+                "each host needs its own ansible_host (or ansible_port)"
+            )
     summary = {
         "hosts": len(hosts),
         "racks": {name: sorted(members) for name, members in sorted(racks.items())},

@@ -7,6 +7,10 @@ from __future__ import annotations
 import re
 import shlex
 
+# The initial PID namespace has this fixed inode (PROC_PID_INIT_INO in
+# include/linux/proc_ns.h); any container lives in another one.
+PROC_PID_INIT_INO = 0xEFFFFFFC
+
 # Linux capability bits (include/uapi/linux/capability.h).
 CAP_SYS_MODULE = 16
 CAP_SYS_ADMIN = 21
@@ -35,7 +39,7 @@ def parse_os_release(text):
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
-        key, _, value = line.partition("=")
+        key, _sep, value = line.partition("=")
         try:
             parts = shlex.split(value)
         except ValueError:
@@ -64,6 +68,12 @@ def os_identity(release, machine):
         "package_arch": _PACKAGE_ARCH.get(family, {}).get(machine, machine),
         "package_manager": {"Debian": "apt", "RedHat": "dnf"}.get(family, "unknown"),
     }
+
+
+def in_initial_pid_namespace(link):
+    """Whether readlink(/proc/self/ns/pid), e.g. "pid:[4026531836]", names the host's own PID namespace."""
+    match = re.match(r"^pid:\[(\d+)\]$", link or "")
+    return bool(match) and int(match.group(1)) == PROC_PID_INIT_INO
 
 
 def parse_cmdline(text):
@@ -100,8 +110,8 @@ _RPM_KERNEL = re.compile(r"^kernel(-(core|modules|modules-core|modules-extra|dev
 def classify_kernel_packages(installed, running, family):
     """Split installed kernel packages into those of the running kernel and the meta-packages.
 
-    installed maps package name to version (Debian) or "version-release.arch"
-    (RPM). Holding both lists keeps an unattended upgrade from installing or
+    installed maps package name to its version (Debian) or to the list of its
+    installed "version-release.arch" (RPM). Holding both lists keeps an unattended upgrade from installing or
     switching to a kernel DKMS has not built for. RPM has no meta-packages:
     the versionlock on the running NEVRAs does that work.
     """
@@ -116,12 +126,12 @@ def classify_kernel_packages(installed, running, family):
             if not _VERSIONED.search(name):
                 meta.append(name)
                 continue
-            version = name[len(prefix):]
+            version = name[len(prefix) :]
             if version == running or running.startswith(version + "-"):
                 running_pkgs.append(name)
     elif family == "RedHat":
         for name in sorted(installed):
-            if _RPM_KERNEL.match(name) and installed[name] == running:
+            if _RPM_KERNEL.match(name) and running in installed[name]:
                 running_pkgs.append(name)
     return {"running": running_pkgs, "meta": meta}
 
@@ -147,15 +157,17 @@ def parse_dpkg_query(text):
 
 
 def parse_rpm_query(text):
-    """Parse `rpm -qa --qf '%{NAME}\\t%{VERSION}-%{RELEASE}.%{ARCH}\\n'`; the newest of several versions wins."""
+    """Parse `rpm -qa --qf '%{NAME}\\t%{VERSION}-%{RELEASE}.%{ARCH}\\n'` into name -> versions, oldest first.
+
+    Kernels are install-only packages: several versions of one name sit side
+    by side, and the running one is not always the newest.
+    """
     packages = {}
     for line in text.splitlines():
         name, sep, evr = line.partition("\t")
-        if not sep:
-            continue
-        if name not in packages or version_key(evr) > version_key(packages[name]):
-            packages[name] = evr
-    return packages
+        if sep:
+            packages.setdefault(name, []).append(evr)
+    return {name: sorted(versions, key=version_key) for name, versions in packages.items()}
 
 
 def parse_versionlock(text):
@@ -163,7 +175,7 @@ def parse_versionlock(text):
     names = set()
     for line in text.splitlines():
         line = line.strip()
-        if not line or line.startswith("#") or line.startswith("!"):
+        if not line or line.startswith(("#", "!")):
             continue
         # NAME-[EPOCH:]VERSION-RELEASE.ARCH: the name ends before the version's dash.
         match = re.match(r"^(.+?)-(\d+:)?[^-]+-[^-]+$", line)
@@ -178,7 +190,9 @@ def parse_swaps(text):
     for line in text.splitlines()[1:]:
         fields = line.split()
         if len(fields) >= 3:
-            active.append({"device": fields[0], "type": fields[1], "size_kib": int(fields[2]) if fields[2].isdigit() else 0})
+            active.append(
+                {"device": fields[0], "type": fields[1], "size_kib": int(fields[2]) if fields[2].isdigit() else 0}
+            )
     return active
 
 
@@ -196,9 +210,12 @@ def parse_limit(text, label):
     """Soft and hard values of one limit from /proc/PID/limits; "unlimited" or an int."""
     for line in text.splitlines():
         if line.startswith(label):
-            fields = line[len(label):].split()
+            fields = line[len(label) :].split()
             if len(fields) >= 2:
-                return {key: (value if value == "unlimited" else int(value)) for key, value in zip(("soft", "hard"), fields[:2])}
+                return {
+                    key: (value if value == "unlimited" else int(value))
+                    for key, value in zip(("soft", "hard"), fields[:2])
+                }
     return None
 
 

@@ -20,8 +20,9 @@ def mirror_url_problem(mirror):
     parts = urlsplit(mirror)
     if parts.scheme in ("http", "https") and not parts.hostname:
         return "it names no host"
-    if parts.scheme == "file" and not parts.path.startswith("/"):
-        return "a file:// mirror needs an absolute path"
+    if parts.scheme == "file" and (parts.netloc or not parts.path.startswith("/")):
+        # file://srv/mirror names host "srv" and path /mirror: the usual typo for file:///srv/mirror.
+        return "a file:// mirror needs an absolute path and no host, e.g. file:///srv/mirror"
     return None
 
 
@@ -63,10 +64,17 @@ def repository_problems(repo, kind):
     if key_url and key_content:
         problems.append("give key_url (with key_sha256) or key_content, not both")
     elif not key_url and not key_content:
-        problems.append("has no signing key: give key_url with key_sha256, or key_content; "
-                        "a repository is never trusted without its key")
+        problems.append(
+            "has no signing key: give key_url with key_sha256, or key_content; "
+            "a repository is never trusted without its key"
+        )
+    elif not (isinstance(key_content, str) or (isinstance(key_url, str) and _ABSOLUTE.match(key_url))):
+        problems.append(f"key_url {key_url!r} must be an absolute http(s) or file URL")
     elif key_url and not (isinstance(key_sha256, str) and _SHA256.match(key_sha256)):
-        problems.append(f"key_sha256 {key_sha256!r} is not a SHA-256 hex digest; compute it with sha256sum on the key from {key_url}")
+        problems.append(
+            f"key_sha256 {key_sha256!r} is not a SHA-256 hex digest; "
+            f"compute it with sha256sum on the key from {key_url}"
+        )
     if kind == "apt":
         suites = repo.get("suites") or []
         components = repo.get("components") or []
@@ -104,7 +112,9 @@ def yum_repo(repo_id, baseurls, gpgkey_path, description=""):
         HEADER
         + f"[{repo_id}]\n"
         + f"name={description or repo_id}\n"
-        + "baseurl=" + "\n        ".join(baseurls) + "\n"
+        + "baseurl="
+        + "\n        ".join(baseurls)
+        + "\n"
         + "enabled=1\n"
         + "gpgcheck=1\n"
         + f"gpgkey=file://{gpgkey_path}\n"

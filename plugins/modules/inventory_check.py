@@ -14,12 +14,15 @@ description:
   - Every host must be in exactly one C(rack_*) group and one hardware profile group whose group_vars define
     C(gpuops_hardware) (profile name, GPU model, architecture, count, NVSwitch, InfiniBand ports, rate, link layer).
   - Fails with one line per problem, each naming the host, the variable, the value and the fix.
-author: gpuops.bringup developers
+author: gpuops.bringup developers (@gpuops)
 options:
   hosts:
     description: Hosts to check; all inventory hosts when omitted.
     type: list
     elements: str
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   check_mode:
     support: full
@@ -27,6 +30,10 @@ attributes:
     support: none
   action:
     support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   platform:
     platforms: all
 """
@@ -45,7 +52,12 @@ summary:
   description: Hosts counted, and the members of each rack and hardware profile.
   returned: always
   type: dict
-  sample: {"hosts": 2, "racks": {"rack_local": ["node01", "node02"]}, "profiles": {"bench_container": ["node01", "node02"]}}
+  sample:
+    hosts: 2
+    racks:
+      rack_local: [node01, node02]
+    profiles:
+      bench_container: [node01, node02]
 problems:
   description: One line per contract violation; empty when the inventory is well-formed.
   returned: always

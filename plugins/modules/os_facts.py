@@ -13,9 +13,9 @@ description:
   - Reads C(/etc/os-release), the running and installed kernels, the kernel packages and held packages, the kernel
     command line, swap, the state of chosen kernel modules, sysctls and systemd units, the limits of PID 1, and what
     this host may change itself (its own kernel, sysctls, modules, clock).
-  - Replaces C(setup) for the collection's roles: one module that reads many things instead of a dozen tasks.
+  - Replaces C(setup) for the collection's roles, one module that reads many things instead of a dozen tasks.
   - Changes nothing. Returns only C(ansible_facts.gpuops_os).
-author: gpuops.bringup developers
+author: gpuops.bringup developers (@gpuops)
 options:
   sysctl_keys:
     description: Sysctl keys whose live values to read (C(null) when a key does not exist).
@@ -42,6 +42,9 @@ options:
     type: list
     elements: path
     default: []
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
 attributes:
   check_mode:
     support: full
@@ -49,6 +52,8 @@ attributes:
     support: none
   facts:
     support: full
+  platform:
+    platforms: posix
 notes:
   - Supports Debian and Ubuntu (dpkg) and RHEL-family systems (rpm). Must run as root to read PID 1's limits.
 """
@@ -85,10 +90,10 @@ ansible_facts:
           type: str
         kernel:
           description: >-
-            C(running) (uname -r), C(cmdline) (list of arguments), C(installed) (kernel versions with an image in /boot or
-            /lib/modules, oldest first), C(newest), C(running_installed) (the running kernel's image is installed),
-            C(drift) (the running kernel is installed but a newer one is too: the next boot changes kernel),
-            C(packages.running) and C(packages.meta) (installed packages to hold against kernel drift).
+            C(running) (uname -r), C(cmdline) (list of arguments), C(installed) (kernel versions with an image
+            in /boot or /lib/modules, oldest first), C(newest), C(running_installed) (the running kernel's image
+            is installed), C(drift) (the running kernel is installed but a newer one is too: the next boot changes
+            kernel), C(packages.running) and C(packages.meta) (installed packages to hold against kernel drift).
           type: dict
         packages:
           description: >-
@@ -128,6 +133,7 @@ import os
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.gpuops.bringup.plugins.module_utils import osinfo, repositories
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 
@@ -173,14 +179,26 @@ class HostReader:
     def tool(self, name):
         return ToolRunner(self.module, name, required=False)
 
+    def pid_namespace(self):
+        try:
+            return os.readlink("/proc/self/ns/pid")
+        except OSError:
+            return ""
+
     def uname(self):
         """Running kernel release and machine, as uname -r and -m print them."""
         return platform.release(), platform.machine()
 
 
 def detect_container(reader):
-    # systemd writes the container manager's name here; podman and docker also
-    # leave marker files for images without systemd.
+    """The container manager's name, or "" when this host runs its own kernel.
+
+    A container never shares the host's initial PID namespace, which settles
+    it; the markers only name the manager. A marker alone proves nothing: a
+    VM whose root filesystem came from a Docker image keeps /.dockerenv.
+    """
+    if osinfo.in_initial_pid_namespace(reader.pid_namespace()):
+        return ""
     name = (reader.read("/run/systemd/container") or "").strip()
     if name:
         return name
@@ -188,13 +206,14 @@ def detect_container(reader):
         return "podman"
     if reader.exists("/.dockerenv"):
         return "docker"
-    return ""
+    return "unknown"
 
 
 def installed_kernels(reader):
-    versions = {name[len("vmlinuz-"):] for name in reader.listdir("/boot") if name.startswith("vmlinuz-")}
+    versions = {name[len("vmlinuz-") :] for name in reader.listdir("/boot") if name.startswith("vmlinuz-")}
     versions.update(v for v in reader.listdir("/lib/modules") if reader.exists(f"/lib/modules/{v}/vmlinuz"))
-    return sorted(versions, key=osinfo.version_key)
+    # dracut's rescue image (vmlinuz-0-rescue-<machine-id>) is a copy, not a kernel anyone installs or updates.
+    return sorted((v for v in versions if not v.startswith("0-rescue-")), key=osinfo.version_key)
 
 
 def read_packages(reader, family):
@@ -255,7 +274,9 @@ def boot_state(reader, family, kernels, grub_inputs, initramfs_inputs):
         "grub_config": grub_config,
         "initramfs_tool": tool,
         "grub_stale": bool(grub_config) and newer_input(reader.mtime(grub_config), grub_inputs),
-        "initramfs_stale": [k for k in kernels if tool and newer_input(reader.mtime(initrd.format(k)), initramfs_inputs)],
+        "initramfs_stale": [
+            k for k in kernels if tool and newer_input(reader.mtime(initrd.format(k)), initramfs_inputs)
+        ],
     }
 
 
@@ -285,7 +306,9 @@ def unit_states(reader, units):
     systemctl = reader.tool("systemctl")
     if not systemctl.available:
         return {u: {"exists": False, "active": False, "enabled": False} for u in units}
-    _rc, out, _err = systemctl(["show", "--property=Id,LoadState,ActiveState,UnitFileState", "--", *units], ok_rc=(0, 1))
+    _rc, out, _err = systemctl(
+        ["show", "--property=Id,LoadState,ActiveState,UnitFileState", "--", *units], ok_rc=(0, 1)
+    )
     shown = osinfo.parse_systemctl_show(out)
     result = {}
     for unit in units:
@@ -340,10 +363,13 @@ def gather(reader, params):
         "capabilities": {
             "own_kernel": own_kernel,
             "sysctl_writable": not reader.readonly("/proc/sys"),
-            "modules_loadable": own_kernel and osinfo.has_cap(caps, osinfo.CAP_SYS_MODULE) and reader.exists(f"/lib/modules/{running}"),
+            "modules_loadable": own_kernel
+            and osinfo.has_cap(caps, osinfo.CAP_SYS_MODULE)
+            and reader.exists(f"/lib/modules/{running}"),
             "clock_settable": osinfo.has_cap(caps, osinfo.CAP_SYS_TIME),
             "swap_controllable": own_kernel and osinfo.has_cap(caps, osinfo.CAP_SYS_ADMIN),
-            "memlock_raisable": (memlock or {}).get("hard") == "unlimited" or osinfo.has_cap(caps, osinfo.CAP_SYS_RESOURCE),
+            "memlock_raisable": (memlock or {}).get("hard") == "unlimited"
+            or osinfo.has_cap(caps, osinfo.CAP_SYS_RESOURCE),
         },
         "boot": boot_state(reader, identity["family"], kernels, params["grub_inputs"], params["initramfs_inputs"]),
         "swap": {
@@ -363,7 +389,7 @@ def gather(reader, params):
 def main():
     module = AnsibleModule(
         argument_spec={
-            "sysctl_keys": {"type": "list", "elements": "str", "default": []},
+            "sysctl_keys": {"type": "list", "elements": "str", "default": [], "no_log": False},
             "kernel_modules": {"type": "list", "elements": "str", "default": []},
             "units": {"type": "list", "elements": "str", "default": []},
             "grub_inputs": {"type": "list", "elements": "path", "default": []},

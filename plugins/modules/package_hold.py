@@ -13,7 +13,7 @@ description:
   - Holds or releases a list of installed packages so that an unattended upgrade cannot replace them
     (a kernel DKMS has not built for, a pinned NVIDIA driver).
   - On apt systems uses C(apt-mark); on dnf systems the versionlock plugin, which must be installed.
-author: gpuops.bringup developers
+author: gpuops.bringup developers (@gpuops)
 options:
   name:
     description: Package names. Every one must be installed.
@@ -25,11 +25,15 @@ options:
     type: str
     choices: [held, released]
     default: held
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: full
+  platform:
+    platforms: posix
 """
 
 EXAMPLES = r"""
@@ -58,6 +62,7 @@ changed_names:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.gpuops.bringup.plugins.module_utils import osinfo
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 
@@ -90,7 +95,7 @@ class Dnf:
         self.dnf = ToolRunner(module, "dnf")
 
     def state(self, names):
-        rc, out, _err = self.rpm(["-q", "--qf", "%{NAME}\n", "--", *names], ok_rc=tuple(range(256)))
+        _rc, out, _err = self.rpm(["-q", "--qf", "%{NAME}\n", "--", *names], ok_rc=tuple(range(256)))
         installed = {line.strip() for line in out.splitlines() if line.strip() in names}
         try:
             with open(VERSIONLOCK_LIST, encoding="utf-8") as handle:
@@ -125,7 +130,9 @@ def main():
     installed, held = backend.state(names)
     missing = [n for n in names if n not in installed]
     if missing:
-        module.fail_json(msg=f"cannot change the hold of packages that are not installed: {', '.join(missing)}", missing=missing)
+        module.fail_json(
+            msg=f"cannot change the hold of packages that are not installed: {', '.join(missing)}", missing=missing
+        )
 
     todo = [n for n in names if (n in held) != (state == "held")]
     after = (held | set(todo)) if state == "held" else (held - set(todo))

@@ -7,15 +7,16 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: package_repository
-short_description: Add a third-party apt or dnf repository with its signing key, checksum-verified, optionally through the offline mirror
+short_description: Add a signed third-party apt or dnf repository, optionally through the offline mirror
 version_added: 0.1.0
 description:
   - Installs the repository's signing key after checking its SHA-256, then writes a deb822 C(.sources) file with
     C(Signed-By) (apt) or a C(.repo) file with C(gpgcheck=1) (dnf). A repository is never trusted without its key.
   - With O(mirror_url), the repository and its key are fetched from C(<mirror_url>/<upstream host>/<upstream path>)
-    instead of upstream: the layout of an apt-mirror or wget --mirror copy, for air-gapped sites.
-  - One round trip for key and source file. Does not refresh the package cache; the caller does when RV(changed).
-author: gpuops.bringup developers
+    instead of upstream, the layout of an apt-mirror or C(wget --mirror) copy, for air-gapped sites.
+  - One round trip for key and source file. Does not refresh the package cache; the caller does when the task
+    reports C(changed).
+author: gpuops.bringup developers (@gpuops)
 options:
   name:
     description: Repository identifier; names the source file and the key file.
@@ -66,11 +67,15 @@ options:
     description: Verify TLS certificates when downloading the key.
     type: bool
     default: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: full
+  platform:
+    platforms: posix
 """
 
 EXAMPLES = r"""
@@ -108,7 +113,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
+
 from ansible_collections.gpuops.bringup.plugins.module_utils import repositories
+
 
 def read_bytes(path):
     try:
@@ -121,7 +128,11 @@ def read_bytes(path):
 def fetch_key(module, url):
     response, info = fetch_url(module, url, timeout=30)
     if response is None or info.get("status") not in (200, None):
-        module.fail_json(msg=f"could not download the signing key from {url}: {info.get('msg', 'no answer')}", url=url, status=info.get("status"))
+        module.fail_json(
+            msg=f"could not download the signing key from {url}: {info.get('msg', 'no answer')}",
+            url=url,
+            status=info.get("status"),
+        )
     return response.read()
 
 
@@ -155,9 +166,9 @@ def main():
             "components": {"type": "list", "elements": "str", "default": []},
             "architectures": {"type": "list", "elements": "str", "default": []},
             "description": {"type": "str", "default": ""},
-            "key_url": {"type": "str"},
+            "key_url": {"type": "str", "no_log": False},
             "key_sha256": {"type": "str", "no_log": False},
-            "key_content": {"type": "str"},
+            "key_content": {"type": "str", "no_log": False},
             "mirror_url": {"type": "str", "default": ""},
             "validate_certs": {"type": "bool", "default": True},
         },
@@ -171,13 +182,19 @@ def main():
     mirror = p["mirror_url"]
 
     if p["state"] == "absent":
-        existing = [path for armored in (True, False) for path in paths(kind, p["name"], armored) if os.path.exists(path)]
+        # The source file is the same whatever the key format: each path once.
+        candidates = dict.fromkeys(path for armored in (True, False) for path in paths(kind, p["name"], armored))
+        existing = [path for path in candidates if os.path.exists(path)]
         if existing and not module.check_mode:
             for path in existing:
                 os.unlink(path)
         source_file, key_file = paths(kind, p["name"], True)
-        module.exit_json(changed=bool(existing), source_file=source_file, key_file=key_file,
-                         diff={"before": "".join(f"{x}\n" for x in existing), "after": ""})
+        module.exit_json(
+            changed=bool(existing),
+            source_file=source_file,
+            key_file=key_file,
+            diff={"before": "".join(f"{x}\n" for x in existing), "after": ""},
+        )
 
     if p["key_content"]:
         key = p["key_content"].encode()
@@ -195,13 +212,19 @@ def main():
             key = fetch_key(module, key_url)
             got = hashlib.sha256(key).hexdigest()
             if got != wanted:
-                module.fail_json(msg=f"the signing key from {key_url} has SHA-256 {got}, expected {wanted} (key_sha256): "
-                                 "refusing to trust it", url=key_url, sha256=got)
+                module.fail_json(
+                    msg=f"the signing key from {key_url} has SHA-256 {got}, expected {wanted} (key_sha256): "
+                    "refusing to trust it",
+                    url=key_url,
+                    sha256=got,
+                )
 
     source_file, key_file = paths(kind, p["name"], repositories.is_armored(key))
     uris = [repositories.mirrored(u, mirror) for u in p["uris"]]
     if kind == "apt":
-        content = repositories.deb822(uris, p["suites"], p["components"], key_file, p["architectures"], p["description"])
+        content = repositories.deb822(
+            uris, p["suites"], p["components"], key_file, p["architectures"], p["description"]
+        )
     else:
         content = repositories.yum_repo(p["name"], uris, key_file, p["description"])
 
@@ -211,7 +234,8 @@ def main():
     diff = {
         "before_header": source_file,
         "after_header": source_file,
-        "before": (old_source or b"").decode(errors="replace") + ("" if old_key == key else "# (signing key differs)\n"),
+        "before": (old_source or b"").decode(errors="replace")
+        + ("" if old_key == key else "# (signing key differs)\n"),
         "after": content,
     }
     if changed and not module.check_mode:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Test bench for gpuops.bringup: podman host setup, base images, offline mirror, node containers.
 
 Standard library only: `make setup` runs it with the system Python before the
@@ -73,7 +72,7 @@ def log(msg: str) -> None:
 
 
 def run(cmd: list[str], *, check: bool = True, capture: bool = False, **kw) -> subprocess.CompletedProcess:
-    proc = subprocess.run(cmd, text=True, capture_output=capture, **kw)
+    proc = subprocess.run(cmd, text=True, capture_output=capture, check=False, **kw)
     if check and proc.returncode != 0:
         detail = (proc.stderr or "").strip()[-2000:] if capture else ""
         raise BenchError(f"command failed (rc={proc.returncode}): {' '.join(cmd)}\n{detail}")
@@ -177,8 +176,18 @@ def build_image(ref: str, containerfile: Path, rootfs: str) -> None:
     log(f"building {ref}")
     run(
         [
-            "podman", "build", "--pull=never", "--label", f"gpuops.recipe={recipe}",
-            "--build-arg", f"ROOTFS={rootfs}", "-f", str(containerfile), "-t", ref, str(BENCH / "images"),
+            "podman",
+            "build",
+            "--pull=never",
+            "--label",
+            f"gpuops.recipe={recipe}",
+            "--build-arg",
+            f"ROOTFS={rootfs}",
+            "-f",
+            str(containerfile),
+            "-t",
+            ref,
+            str(BENCH / "images"),
         ],
         capture=True,
     )
@@ -264,7 +273,9 @@ def build_local_repo() -> dict:
     repo = mirror_root() / "www" / LOCAL_REPO_HOST / "apt"
     keyfile = repo / "gpuops-bench.asc"
     if gpg("--list-secret-keys", "bench@gpuops.test", check=False).returncode != 0:
-        gpg("--passphrase", "", "--quick-gen-key", "gpuops bench mirror <bench@gpuops.test>", "ed25519", "sign", "never")
+        gpg(
+            "--passphrase", "", "--quick-gen-key", "gpuops bench mirror <bench@gpuops.test>", "ed25519", "sign", "never"
+        )
     write_if_changed(keyfile, gpg("--armor", "--export", "bench@gpuops.test").stdout)
     pool = repo / "pool" / "main"
     pool.mkdir(parents=True, exist_ok=True)
@@ -278,15 +289,23 @@ def build_local_repo() -> dict:
         release = run(
             [
                 "apt-ftparchive",
-                "-o", "APT::FTPArchive::Release::Origin=gpuops-bench",
-                "-o", "APT::FTPArchive::Release::Label=gpuops-bench",
-                "-o", "APT::FTPArchive::Release::Suite=stable",
-                "-o", "APT::FTPArchive::Release::Codename=stable",
-                "-o", "APT::FTPArchive::Release::Architectures=amd64",
-                "-o", "APT::FTPArchive::Release::Components=main",
-                "release", ".",
+                "-o",
+                "APT::FTPArchive::Release::Origin=gpuops-bench",
+                "-o",
+                "APT::FTPArchive::Release::Label=gpuops-bench",
+                "-o",
+                "APT::FTPArchive::Release::Suite=stable",
+                "-o",
+                "APT::FTPArchive::Release::Codename=stable",
+                "-o",
+                "APT::FTPArchive::Release::Architectures=amd64",
+                "-o",
+                "APT::FTPArchive::Release::Components=main",
+                "release",
+                ".",
             ],
-            cwd=dists, capture=True,
+            cwd=dists,
+            capture=True,
         ).stdout
         (dists / "Release").write_text(release)
         gpg("--local-user", "bench@gpuops.test", "--clearsign", "-o", str(dists / "InRelease"), str(dists / "Release"))
@@ -314,16 +333,32 @@ def cmd_mirror(_args: argparse.Namespace) -> None:
     cache = STATE / "cache" / "mirror"
     cache.mkdir(parents=True, exist_ok=True)
     recipe = digest(nginx_conf(), image_label(MIRROR_IMAGE) or "")
-    current = podman("container", "inspect", "--format", '{{ index .Config.Labels "gpuops.recipe" }}', MIRROR_NAME, check=False)
+    current = podman(
+        "container", "inspect", "--format", '{{ index .Config.Labels "gpuops.recipe" }}', MIRROR_NAME, check=False
+    )
     if conf_changed or not container_running(MIRROR_NAME) or current.stdout.strip() != recipe:
         podman("rm", "--force", "--ignore", MIRROR_NAME)
         podman(
-            "run", "--detach", "--name", MIRROR_NAME, "--hostname", MIRROR_NAME, "--network", NETWORK,
-            "--label", f"{LABEL}=mirror", "--label", f"gpuops.recipe={recipe}",
-            "--publish", f"127.0.0.1::{MIRROR_PORT}",
-            "--volume", f"{mirror_root() / 'www'}:/srv/mirror/www:ro",
-            "--volume", f"{conf}:/etc/nginx/conf.d/gpuops-mirror.conf:ro",
-            "--volume", f"{cache}:/var/cache/gpuops-mirror",
+            "run",
+            "--detach",
+            "--name",
+            MIRROR_NAME,
+            "--hostname",
+            MIRROR_NAME,
+            "--network",
+            NETWORK,
+            "--label",
+            f"{LABEL}=mirror",
+            "--label",
+            f"gpuops.recipe={recipe}",
+            "--publish",
+            f"127.0.0.1::{MIRROR_PORT}",
+            "--volume",
+            f"{mirror_root() / 'www'}:/srv/mirror/www:ro",
+            "--volume",
+            f"{conf}:/etc/nginx/conf.d/gpuops-mirror.conf:ro",
+            "--volume",
+            f"{cache}:/var/cache/gpuops-mirror",
             MIRROR_IMAGE,
         )
     port = published_port(MIRROR_NAME, MIRROR_PORT)
@@ -360,11 +395,23 @@ def start_node(group: str, spec: dict) -> dict:
     if not container_running(name):
         podman("rm", "--force", "--ignore", name)
         cmd = [
-            "run", "--detach", "--name", name, "--hostname", spec.get("hostname", name),
-            "--network", NETWORK, "--systemd=always",
-            "--label", f"{LABEL}=node", "--label", f"gpuops.bench.group={group}",
-            "--publish", f"127.0.0.1:{spec.get('ssh_port', '')}:22",
-            "--volume", f"{key}.pub:/root/.ssh/authorized_keys:ro",
+            "run",
+            "--detach",
+            "--name",
+            name,
+            "--hostname",
+            spec.get("hostname", name),
+            "--network",
+            NETWORK,
+            "--systemd=always",
+            "--label",
+            f"{LABEL}=node",
+            "--label",
+            f"gpuops.bench.group={group}",
+            "--publish",
+            f"127.0.0.1:{spec.get('ssh_port', '')}:22",
+            "--volume",
+            f"{key}.pub:/root/.ssh/authorized_keys:ro",
         ]
         for port in spec.get("publish", []):
             cmd += ["--publish", f"127.0.0.1::{port}"]

@@ -31,7 +31,7 @@ def test_nouveau_is_blacklisted_in_the_initramfs(host):
 def test_grub_sees_the_kernel_arguments(host):
     # grub-mkconfig sources /etc/default/grub and then each drop-in: do the same.
     cmdline = host.check_output(
-        "sh -c '. /etc/default/grub; for f in /etc/default/grub.d/*.cfg; do . \"$f\"; done; echo \"$GRUB_CMDLINE_LINUX\"'"
+        'sh -c \'. /etc/default/grub; for f in /etc/default/grub.d/*.cfg; do . "$f"; done; echo "$GRUB_CMDLINE_LINUX"\''
     )
     assert "iommu=pt" in cmdline.split()
 

@@ -1,0 +1,46 @@
+# The two commands of the README work on a fresh Debian 12 machine (root):
+#   make demo   set everything up, start the local rack, run playbooks/site.yml
+#   make test   set everything up, run every check CI runs (.ci/run)
+# Every step is idempotent and cached; `make clean` removes the bench.
+
+VENV := .venv
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# Colour and a wide terminal for people; CI logs stay readable either way.
+export ANSIBLE_FORCE_COLOR ?= 1
+
+.PHONY: setup host venv images mirror demo test clean
+
+setup: host venv images mirror
+
+host:
+	python3 tests/bench/bench.py host
+
+venv: $(VENV)/.installed $(VENV)-sanity/.installed
+
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+# ansible-test sanity installs its own pinned tools here, apart from .venv.
+$(VENV)-sanity/.installed: requirements.txt
+	python3 -m venv $(VENV)-sanity
+	$(VENV)-sanity/bin/pip install --quiet --disable-pip-version-check $$(grep '^ansible-core==' requirements.txt)
+	touch $@
+
+images: host
+	python3 tests/bench/bench.py images
+
+mirror: images
+	python3 tests/bench/bench.py mirror
+
+demo: setup
+	python3 tests/bench/bench.py rack up
+	ansible-playbook playbooks/site.yml
+
+test: setup
+	python3 tests/run.py
+
+clean:
+	python3 tests/bench/bench.py clean
+	rm -rf $(VENV) $(VENV)-sanity tests/output

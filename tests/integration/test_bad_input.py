@@ -1,0 +1,180 @@
+"""Bad input fails in preflight, before any change, with a message naming the variable, the value and the fix.
+
+The preflight runs against the machine running the tests (a real kernel, so
+the reboot contract is exercised for real), limited to the preflight tag and
+in check mode: it only reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOK = Path(__file__).with_name("preflight.yml")
+# The machine's own command line never carries this argument.
+ABSENT_ARG = "gpuops.reboot_probe=1"
+VALID = {"os_baseline_kernel_cmdline": []}
+
+CASES = {
+    "cmdline_is_a_string": (
+        {"os_baseline_kernel_cmdline": "iommu=pt pci=realloc=off"},
+        [
+            'os_baseline_kernel_cmdline is "iommu=pt pci=realloc=off", not a list',
+            "Fix: one kernel argument per list item",
+        ],
+    ),
+    "cmdline_item_holds_two_arguments": (
+        {"os_baseline_kernel_cmdline": ["iommu=pt pci=realloc=off"]},
+        ['os_baseline_kernel_cmdline has ["iommu=pt pci=realloc=off"]', "Fix: split it"],
+    ),
+    "module_name_malformed": (
+        {**VALID, "os_baseline_kernel_modules": ["ib_umad", "rdma ucm"]},
+        ['os_baseline_kernel_modules has ["rdma ucm"]', "Fix: names as lsmod prints them"],
+    ),
+    "sysctl_value_is_a_boolean": (
+        {**VALID, "os_baseline_sysctl": {"net.ipv4.ip_forward": True}},
+        ['os_baseline_sysctl has ["net.ipv4.ip_forward"]', "Fix: e.g. net.ipv4.ip_forward: 1"],
+    ),
+    "sysctl_is_a_list": (
+        {**VALID, "os_baseline_sysctl": ["kernel.numa_balancing=0"]},
+        ["os_baseline_sysctl", "dict"],
+    ),
+    "mirror_url_malformed": (
+        {**VALID, "gpuops_mirror_url": "ftp://mirror.example.com/debian"},
+        ['gpuops_mirror_url is "ftp://mirror.example.com/debian"', "http://, https:// or file://", "Fix: set it to"],
+    ),
+    "mirror_url_with_a_space": (
+        {**VALID, "gpuops_mirror_url": "http://mirror.example.com/site mirror"},
+        ['gpuops_mirror_url is "http://mirror.example.com/site mirror"', "no spaces"],
+    ),
+    "swap_kept_while_joining_kubernetes": (
+        {**VALID, "os_baseline_disable_swap": False},
+        [
+            "os_baseline_disable_swap is false (swap kept) but gpuops_kubernetes_join is true",
+            "Fix: set os_baseline_disable_swap: true",
+        ],
+    ),
+    "repository_without_a_key": (
+        {
+            **VALID,
+            "os_baseline_package_repositories": [
+                {
+                    "name": "example",
+                    "uris": ["https://repo.example.com/apt"],
+                    "suites": ["stable"],
+                    "components": ["main"],
+                }
+            ],
+        },
+        ["os_baseline_package_repositories[0] has no signing key", "never trusted without its key"],
+    ),
+    "repository_key_checksum_malformed": (
+        {
+            **VALID,
+            "os_baseline_package_repositories": [
+                {
+                    "name": "example",
+                    "uris": ["https://repo.example.com/apt"],
+                    "suites": ["stable"],
+                    "components": ["main"],
+                    "key_url": "https://repo.example.com/key.asc",
+                    "key_sha256": "abc123",
+                }
+            ],
+        },
+        ["os_baseline_package_repositories[0] key_sha256 'abc123' is not a SHA-256 hex digest", "sha256sum"],
+    ),
+    "flat_repository_with_components": (
+        {
+            **VALID,
+            "os_baseline_package_repositories": [
+                {
+                    "name": "cuda",
+                    "uris": ["https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"],
+                    "suites": ["/"],
+                    "components": ["main"],
+                    "key_content": "-----BEGIN PGP PUBLIC KEY BLOCK-----",
+                }
+            ],
+        },
+        ["a flat repository (suite '/') takes no components"],
+    ),
+    "drift_action_unknown": (
+        {**VALID, "os_baseline_kernel_drift_action": "block"},
+        ["os_baseline_kernel_drift_action", "warn, fail", "block"],
+    ),
+    "reboot_needed_but_not_allowed": (
+        {"os_baseline_kernel_cmdline": [ABSENT_ARG]},
+        [
+            f"will need a reboot (kernel arguments {ABSENT_ARG} are not in the running command line)",
+            "os_baseline_reboot_ok is false, so nothing was changed",
+            "Fix: set os_baseline_reboot_ok: true",
+        ],
+    ),
+}
+
+
+def run_preflight(tmp_path: Path, variables: dict) -> subprocess.CompletedProcess:
+    extra = tmp_path / "vars.json"
+    # Modules run with the tests' own Python: interpreter discovery on a
+    # developer machine may find shims that do not run.
+    extra.write_text(json.dumps({**variables, "ansible_python_interpreter": sys.executable}))
+    return subprocess.run(
+        [
+            "ansible-playbook",
+            "--inventory",
+            "localhost,",
+            "--connection",
+            "local",
+            "--check",
+            "--tags",
+            "os_baseline_preflight",
+            "--extra-vars",
+            f"@{extra}",
+            str(PLAYBOOK),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
+    )
+
+
+def unfold(text: str) -> str:
+    """Messages are folded YAML in the output: compare with whitespace collapsed."""
+    return re.sub(r"\s+", " ", text)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
+    variables, expected = CASES[case]
+    proc = run_preflight(tmp_path, variables)
+    output = unfold(proc.stdout + proc.stderr)
+    assert proc.returncode != 0, output[-3000:]
+    for text in expected:
+        assert unfold(text) in output, f"{text!r} not in:\n{output[-3000:]}"
+    assert re.search(r"localhost\s*: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1", proc.stdout), proc.stdout[-2000:]
+
+
+def test_valid_input_passes_preflight(tmp_path: Path) -> None:
+    """The control: the same run with valid variables succeeds, so the failures above come from the input."""
+    proc = run_preflight(tmp_path, VALID)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+@pytest.mark.skipif(Path("/etc/default/grub").exists(), reason="this machine has GRUB: the role can manage it")
+def test_kernel_cmdline_without_a_bootloader(tmp_path: Path) -> None:
+    proc = run_preflight(tmp_path, {"os_baseline_kernel_cmdline": [ABSENT_ARG], "os_baseline_reboot_ok": True})
+    output = unfold(proc.stdout + proc.stderr)
+    assert proc.returncode != 0
+    expected = f'os_baseline_kernel_cmdline is ["{ABSENT_ARG}"] but localhost has no bootloader this role manages'
+    assert unfold(expected) in output
+    assert "Fix: install GRUB, or set os_baseline_kernel_cmdline: []" in output

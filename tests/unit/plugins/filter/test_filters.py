@@ -1,0 +1,125 @@
+"""The collection's filters, as Jinja calls them (through FilterModule)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.bringup.plugins.filter import kernel, sources
+from ansible_collections.gpuops.bringup.plugins.module_utils.osinfo import normalize_sysctl
+
+FILTER_DIR = Path(kernel.__file__).parent
+SOURCES = sources.FilterModule().filters()
+KERNEL = kernel.FilterModule().filters()
+SYS = Path(__file__).resolve().parents[3] / "fixtures" / "os" / "debian12" / "root" / "proc" / "sys"
+
+
+def test_every_filter_has_its_documentation():
+    assert sorted({**SOURCES, **KERNEL}) == sorted(p.stem for p in FILTER_DIR.glob("*.yml"))
+
+
+@pytest.mark.parametrize(
+    ("mirror", "problem"),
+    [
+        # Empty is the documented way to use upstream sources.
+        ("", ""),
+        ("http://gpuops-mirror:8080", ""),
+        ("ftp://m", "it must be an http://, https:// or file:// URL with no spaces, query or fragment"),
+        ("http://:8080", "it names no host"),
+        # An unset inventory variable.
+        (None, "it must be a string URL, not NoneType"),
+    ],
+)
+def test_mirror_url_problem(mirror, problem):
+    assert SOURCES["mirror_url_problem"](mirror) == problem
+
+
+@pytest.mark.parametrize(
+    ("url", "mirror", "mirrored"),
+    [
+        (
+            "http://deb.debian.org/debian",
+            "http://mirror.example:8080",
+            "http://mirror.example:8080/deb.debian.org/debian",
+        ),
+        ("http://deb.debian.org/debian", "", "http://deb.debian.org/debian"),
+    ],
+)
+def test_mirrored(url, mirror, mirrored):
+    assert SOURCES["mirrored"](url, mirror) == mirrored
+
+
+def test_mirrored_relative_url_is_a_filter_error():
+    with pytest.raises(AnsibleFilterError, match=r"^gpuops.bringup.mirrored: 'debian' is not an absolute URL$"):
+        SOURCES["mirrored"]("debian", "http://m")
+
+
+GOOD = {
+    "name": "cuda",
+    "uris": ["https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"],
+    "suites": ["/"],
+    "key_url": "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub",
+    "key_sha256": "0" * 64,
+}
+
+
+@pytest.mark.parametrize(
+    ("repos", "kind", "problems"),
+    [
+        ([], "apt", []),
+        ([GOOD], "apt", []),
+        (
+            [GOOD, {**GOOD, "name": "cuda 12"}, {**GOOD, "suites": []}],
+            "apt",
+            [
+                "[1] name 'cuda 12' must be letters, digits, '.', '_' or '-' (it names the source and key files)",
+                "[2] suites is required for apt, e.g. [stable], or [/] for a flat repository",
+            ],
+        ),
+        # dnf has no suites.
+        ([{**GOOD, "suites": []}], "dnf", []),
+        (GOOD, "apt", ["must be a list of repositories, got dict"]),
+        (None, "apt", ["must be a list of repositories, got NoneType"]),
+    ],
+)
+def test_repository_problems(repos, kind, problems):
+    assert SOURCES["repository_problems"](repos, kind) == problems
+
+
+# What os_facts read on the bench's Debian 12 node.
+LIVE = {
+    "net.ipv4.ip_forward": normalize_sysctl((SYS / "net/ipv4/ip_forward").read_text()),
+    "net.ipv4.tcp_rmem": normalize_sysctl((SYS / "net/ipv4/tcp_rmem").read_text()),
+    "vm.swappiness": normalize_sysctl((SYS / "vm/swappiness").read_text()),
+    "net.bridge.bridge-nf-call-ip6tables": None,
+}
+
+
+@pytest.mark.parametrize(
+    ("desired", "drifted"),
+    [
+        ({"net.ipv4.ip_forward": 1, "net.ipv4.tcp_rmem": "4096 131072 33554432", "vm.swappiness": "60"}, []),
+        # Tabs or spaces, the same value.
+        ({"net.ipv4.tcp_rmem": "4096\t131072   33554432"}, []),
+        ({"vm.swappiness": 10, "net.ipv4.ip_forward": 1}, ["vm.swappiness"]),
+        # A key the kernel does not have, or os_facts was not asked for, counts as drifted.
+        (
+            {"net.bridge.bridge-nf-call-ip6tables": 1, "kernel.numa_balancing": 0},
+            [
+                "kernel.numa_balancing",
+                "net.bridge.bridge-nf-call-ip6tables",
+            ],
+        ),
+        ({}, []),
+    ],
+)
+def test_sysctl_drift(desired, drifted):
+    assert KERNEL["sysctl_drift"](desired, LIVE) == drifted
+
+
+@pytest.mark.parametrize(("desired", "live"), [(["vm.swappiness"], LIVE), ({"vm.swappiness": 1}, None)])
+def test_sysctl_drift_needs_two_mappings(desired, live):
+    with pytest.raises(AnsibleFilterError, match="expects two mappings"):
+        KERNEL["sysctl_drift"](desired, live)
