@@ -8,7 +8,8 @@ when its configuration changes.
     bench.py host                 install podman & co, write the podman drop-in, create the network
     bench.py images               build the Debian 12/13 node images and the mirror image
     bench.py mirror               (re)build the local repository and start the mirror
-    bench.py nodes up GROUP SPEC  start node containers (SPEC: JSON list of {name, image}; --prefix: GROUP-name)
+    bench.py nodes up GROUP SPEC  start node containers (SPEC: JSON list of {name, image}; --prefix: GROUP-name;
+                                  --inventory FILE [--groups a,b]: also write their Ansible inventory)
     bench.py nodes down GROUP     remove a group's node containers
     bench.py rack up|down         start or remove the demo rack of inventory/local.yml
     bench.py clean                remove every bench container, network and image
@@ -455,12 +456,31 @@ def cmd_nodes(args: argparse.Namespace) -> None:
         ensure_network()
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
             nodes = list(pool.map(lambda s: start_node(args.group, s), specs))
+        if args.inventory:
+            write_inventory(nodes, Path(args.inventory), args.groups.split(",") if args.groups else [])
         json.dump(nodes, sys.stdout, indent=2)
         print()
     else:
         ids = podman("ps", "-aq", "--filter", f"label=gpuops.bench.group={args.group}").stdout.split()
         if ids:
             podman("rm", "--force", "--time", "5", *ids)
+
+
+def write_inventory(nodes: list[dict], path: Path, groups: list[str]) -> None:
+    """An Ansible inventory (JSON) for started nodes, each also in the given groups."""
+    hosts = {
+        n["instance"]: {
+            "ansible_host": n["address"],
+            "ansible_port": n["port"],
+            "ansible_user": n["user"],
+            "ansible_ssh_private_key_file": n["identity_file"],
+            # Bench containers get new host keys whenever they are recreated.
+            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+        }
+        for n in nodes
+    }
+    children = {group: {"hosts": dict.fromkeys(hosts)} for group in groups}
+    write_if_changed(path, json.dumps({"all": {"hosts": hosts, "children": children}}, indent=2) + "\n")
 
 
 RACK_GROUP = "rack"
@@ -505,6 +525,8 @@ def main(argv: list[str] | None = None) -> int:
     nodes.add_argument("group")
     nodes.add_argument("spec", nargs="?", default="[]")
     nodes.add_argument("--prefix", action="store_true", help="prefix container names with the group")
+    nodes.add_argument("--inventory", help="also write an Ansible inventory (JSON) of the nodes to this file")
+    nodes.add_argument("--groups", help="comma-separated groups every node of that inventory is in")
     nodes.set_defaults(func=cmd_nodes)
     rack = sub.add_parser("rack")
     rack.add_argument("action", choices=["up", "down"])

@@ -25,31 +25,26 @@ BENCH = ROOT / "tests" / "bench" / "bench.py"
 GROUP = "benchmark"
 
 
-def start_nodes(count: int) -> list[dict]:
+def start_nodes(count: int, inventory: Path) -> None:
     specs = [{"name": f"bench{i:02d}", "image": "debian12"} for i in range(1, count + 1)]
-    out = subprocess.run(
-        [sys.executable, str(BENCH), "nodes", "up", "--prefix", GROUP, json.dumps(specs)],
+    subprocess.run(
+        [
+            sys.executable,
+            str(BENCH),
+            "nodes",
+            "up",
+            "--prefix",
+            GROUP,
+            json.dumps(specs),
+            "--inventory",
+            str(inventory),
+            "--groups",
+            "rack_benchmark,bench_container",
+        ],
         capture_output=True,
         text=True,
         check=True,
-    ).stdout
-    return json.loads(out)
-
-
-def inventory(nodes: list[dict], path: Path) -> None:
-    hosts = {
-        n["instance"]: {
-            "ansible_host": n["address"],
-            "ansible_port": n["port"],
-            "ansible_user": n["user"],
-            "ansible_ssh_private_key_file": n["identity_file"],
-            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
-        }
-        for n in nodes
-    }
-    names = dict.fromkeys(hosts)
-    data = {"all": {"children": {"rack_benchmark": {"hosts": hosts}, "bench_container": {"hosts": names}}}}
-    path.write_text(json.dumps(data))
+    )
 
 
 def timed_run(playbook: str, inv: Path) -> tuple[float, int, str]:
@@ -76,10 +71,9 @@ def main() -> int:
     rows = []
     for count in [int(n) for n in args.nodes.split(",")]:
         subprocess.run([sys.executable, str(BENCH), "nodes", "down", GROUP], check=True)
-        nodes = start_nodes(count)
         with tempfile.TemporaryDirectory() as tmp:
             inv = Path(tmp) / "hosts.json"
-            inventory(nodes, inv)
+            start_nodes(count, inv)
             # The hardware profiles live beside the shipped inventories.
             (Path(tmp) / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
             for label in ("first run", "second run"):
