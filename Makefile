@@ -15,17 +15,11 @@ setup: host venv images mirror
 host:
 	python3 tests/bench/bench.py host
 
-venv: $(VENV)/.installed $(VENV)-sanity/.installed
+venv: $(VENV)/.installed
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
-	touch $@
-
-# ansible-test sanity installs its own pinned tools here, apart from .venv.
-$(VENV)-sanity/.installed: requirements.txt
-	python3 -m venv $(VENV)-sanity
-	$(VENV)-sanity/bin/pip install --quiet --disable-pip-version-check $$(grep '^ansible-core==' requirements.txt)
 	touch $@
 
 images: host
@@ -43,4 +37,4 @@ test: setup
 
 clean:
 	python3 tests/bench/bench.py clean
-	rm -rf $(VENV) $(VENV)-sanity tests/output
+	rm -rf $(VENV) tests/output

@@ -98,8 +98,9 @@ ansible_facts:
         packages:
           description: >-
             C(held) (packages held or version-locked), C(broken) (half-installed or half-configured),
-            C(source_files) (/etc/apt/sources.list and the files in sources.list.d, or the files in /etc/yum.repos.d)
-            and C(managed_source_files) (those of them written by this collection).
+            C(source_files) (/etc/apt/sources.list and the files in sources.list.d, or the files in /etc/yum.repos.d),
+            C(managed_source_files) (those of them written by this collection) and C(index_age_seconds) (since apt's
+            last successful update, from /var/lib/apt/periodic/update-success-stamp; null when unknown or on dnf).
           type: dict
         capabilities:
           description: >-
@@ -131,6 +132,7 @@ ansible_facts:
 
 import os
 import platform
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -184,6 +186,9 @@ class HostReader:
             return os.readlink("/proc/self/ns/pid")
         except OSError:
             return ""
+
+    def now(self):
+        return time.time()
 
     def uname(self):
         """Running kernel release and machine, as uname -r and -m print them."""
@@ -249,6 +254,14 @@ def source_files(reader, family):
         files = []
     managed = [f for f in files if (reader.read(f) or "").startswith(repositories.HEADER)]
     return files, managed
+
+
+def index_age(reader, family):
+    """Seconds since the last successful apt update, from the stamp apt's update hooks (and this collection) touch."""
+    if family != "Debian":
+        return None
+    stamp = reader.mtime("/var/lib/apt/periodic/update-success-stamp")
+    return None if stamp is None else max(0, int(reader.now() - stamp))
 
 
 def boot_state(reader, family, kernels, grub_inputs, initramfs_inputs):
@@ -359,7 +372,13 @@ def gather(reader, params):
             "drift": running in kernels and newest != running,
             "packages": osinfo.classify_kernel_packages(installed, running, identity["family"]),
         },
-        "packages": {"held": held, "broken": broken, "source_files": sources, "managed_source_files": managed_sources},
+        "packages": {
+            "held": held,
+            "broken": broken,
+            "source_files": sources,
+            "managed_source_files": managed_sources,
+            "index_age_seconds": index_age(reader, identity["family"]),
+        },
         "capabilities": {
             "own_kernel": own_kernel,
             "sysctl_writable": not reader.readonly("/proc/sys"),

@@ -6,14 +6,29 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# ansible-test installs each sanity test's pinned requirements into this
-# environment (`make setup` creates it with the pinned ansible-core): its
-# --venv mode would fetch get-pip.py from a host CI cannot reach.
-SANITY_VENV = ROOT / ".venv-sanity"
+# What get-pip.py does (pip installs itself from a pip on sys.path), with the
+# pip wheel from PyPI in place of the copy get-pip.py embeds.
+GET_PIP_STAND_IN = """\
+import argparse
+import sys
+
+sys.path.insert(0, {wheel!r})
+from pip._internal.cli.main import main
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--no-setuptools", action="store_true")
+parser.add_argument("--no-wheel", action="store_true")
+options, args = parser.parse_known_args()
+args.append("pip")
+args += [] if options.no_setuptools else ["setuptools"]
+args += [] if options.no_wheel else ["wheel"]
+sys.exit(main(["install", "--upgrade", "--force-reinstall", *args]))
+"""
 
 
 def run(cmd: list[str], cwd: Path = ROOT) -> None:
@@ -49,6 +64,42 @@ def collection_files() -> list[str]:
     return [f for f in out.splitlines() if (ROOT / f).is_file() and not (ROOT / f).is_symlink()]
 
 
+def seed_pip_bootstrap(python: str) -> None:
+    """Give ansible-test the pip bootstrap script it would download, made from PyPI's pip wheel.
+
+    Every virtual environment ansible-test creates for a sanity test gets pip
+    from get-pip.py, fetched from ci-files.testing.ansible.com, which CI and
+    air-gapped sites cannot reach (ansible/ansible#77304); ansible-test uses a
+    script already in its cache instead. Which pip it wants comes from
+    ansible-test's own table (internal, but pinned with ansible-core).
+    """
+    from ansible_test._internal.python_requirements import get_venv_packages
+
+    version = get_venv_packages(SimpleNamespace(version=python))["pip"]
+    cache = Path.home() / ".ansible" / "test" / "cache"
+    script = cache / f"get_pip_{version.replace('.', '_')}.py"
+    if script.exists():
+        return
+    cache.mkdir(parents=True, exist_ok=True)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--dest",
+            str(cache),
+            f"pip=={version}",
+        ]
+    )
+    wheel = next(cache.glob(f"pip-{version}-*.whl"))
+    partial = script.with_suffix(".partial")
+    partial.write_text(GET_PIP_STAND_IN.format(wheel=str(wheel)))
+    partial.replace(script)
+
+
 def test_ansible_test_sanity(tmp_path: Path) -> None:
     # ansible-test needs the collection at ansible_collections/<namespace>/<name>.
     dest = tmp_path / "ansible_collections" / "gpuops" / "bringup"
@@ -59,5 +110,5 @@ def test_ansible_test_sanity(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
     subprocess.run(["git", "add", "-A"], cwd=dest, check=True)
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
-    ansible_test = str(SANITY_VENV / "bin" / "ansible-test")
-    run([ansible_test, "sanity", "--color", "no", "--python", python, "--requirements"], cwd=dest)
+    seed_pip_bootstrap(python)
+    run(["ansible-test", "sanity", "--color", "no", "--python", python, "--venv"], cwd=dest)

@@ -95,13 +95,15 @@ def command_table_for(command_table, case, units):
 def gather(tmp_path, command_table):
     """gather() on a case; returns (facts, root, table)."""
 
-    def run(case_name, units=(), uname=None, prepare=None, **params):
+    def run(case_name, units=(), uname=None, prepare=None, now=None, **params):
         case = OS / case_name
         root = materialise(case, tmp_path / "root")
         if prepare:
             prepare(root)
         table = command_table_for(command_table, case, list(units))
         reader = FixtureReader(table, root, case, uname)
+        if now is not None:
+            reader.now = lambda: now
         args = {
             "sysctl_keys": [],
             "kernel_modules": [],
@@ -163,6 +165,7 @@ CASES = {
                 "broken": [],
                 "source_files": ["/etc/apt/sources.list"],
                 "managed_source_files": [],
+                "index_age_seconds": None,
             },
             "capabilities": CONTAINER_CAPABILITIES,
             "boot.loader": "grub",
@@ -196,6 +199,7 @@ CASES = {
                 "broken": ["gpuops-fixture-broken", "gpuops-fixture-unpacked"],
                 "source_files": ["/etc/apt/sources.list", "/etc/apt/sources.list.d/backports.list"],
                 "managed_source_files": [],
+                "index_age_seconds": None,
             },
             "kernel_modules": {
                 "br_netfilter": "absent",
@@ -219,6 +223,7 @@ CASES = {
                 "broken": [],
                 "source_files": ["/etc/apt/sources.list", "/etc/apt/sources.list.d/gpuops-bench.sources"],
                 "managed_source_files": ["/etc/apt/sources.list.d/gpuops-bench.sources"],
+                "index_age_seconds": None,
             },
             "capabilities": CONTAINER_CAPABILITIES,
             "sysctl": BENCH_SYSCTL,
@@ -238,7 +243,13 @@ CASES = {
             "kernel.running_installed": False,
             "kernel.drift": False,
             "kernel.packages": {"running": [], "meta": []},
-            "packages": {"held": [], "broken": [], "source_files": [], "managed_source_files": []},
+            "packages": {
+                "held": [],
+                "broken": [],
+                "source_files": [],
+                "managed_source_files": [],
+                "index_age_seconds": None,
+            },
             "capabilities": {
                 "own_kernel": True,
                 "sysctl_writable": True,
@@ -271,7 +282,13 @@ CASES = {
             "kernel.newest": "5.14.0-503.34.1.el9_5.x86_64",
             "kernel.running_installed": True,
             "kernel.drift": True,
-            "packages": {"held": ["kernel"], "broken": [], "source_files": [], "managed_source_files": []},
+            "packages": {
+                "held": ["kernel"],
+                "broken": [],
+                "source_files": [],
+                "managed_source_files": [],
+                "index_age_seconds": None,
+            },
             "boot.loader": "grubby",
             "boot.grub_config": "/boot/grub2/grub.cfg",
             "boot.initramfs_tool": "dracut",
@@ -513,3 +530,16 @@ def test_main_returns_only_facts(monkeypatch, run_module, command_table, tmp_pat
     facts = result["ansible_facts"]["gpuops_os"]
     assert facts["units"] == BENCH_UNIT_STATES
     assert facts["packages"]["managed_source_files"] == ["/etc/apt/sources.list.d/gpuops-bench.sources"]
+
+
+def test_index_age_comes_from_apt_s_update_stamp(gather):
+    stamp = "/var/lib/apt/periodic/update-success-stamp"
+
+    def prepare(root):
+        path = root / stamp.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        os.utime(path, (1_000_000, 1_000_000))
+
+    facts, _root, _table = gather("debian12", prepare=prepare, now=1_000_000 + 4000)
+    assert facts["packages"]["index_age_seconds"] == 4000
