@@ -321,6 +321,11 @@ def build_local_repo() -> dict:
     return info
 
 
+def container_label(name: str, label: str) -> str:
+    proc = podman("container", "inspect", "--format", f'{{{{ index .Config.Labels "{label}" }}}}', name, check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
 def container_running(name: str) -> bool:
     proc = podman("container", "inspect", "--format", "{{.State.Running}}", name, check=False)
     return proc.returncode == 0 and proc.stdout.strip() == "true"
@@ -333,11 +338,9 @@ def cmd_mirror(_args: argparse.Namespace) -> None:
     conf_changed = write_if_changed(conf, nginx_conf())
     cache = STATE / "cache" / "mirror"
     cache.mkdir(parents=True, exist_ok=True)
-    recipe = digest(nginx_conf(), image_label(MIRROR_IMAGE) or "")
-    current = podman(
-        "container", "inspect", "--format", '{{ index .Config.Labels "gpuops.recipe" }}', MIRROR_NAME, check=False
-    )
-    if conf_changed or not container_running(MIRROR_NAME) or current.stdout.strip() != recipe:
+    # The bench state it serves is part of the recipe: another checkout's mirror serves another key.
+    recipe = digest(nginx_conf(), image_label(MIRROR_IMAGE) or "", str(mirror_root()))
+    if conf_changed or not container_running(MIRROR_NAME) or container_label(MIRROR_NAME, "gpuops.recipe") != recipe:
         podman("rm", "--force", "--ignore", MIRROR_NAME)
         podman(
             "run",
@@ -392,8 +395,10 @@ def start_node(group: str, spec: dict) -> dict:
     image = node_image(spec.get("image", "debian12"))
     if image_label(image) is None:
         raise BenchError(f"image {image} is missing: run `make setup` (bench.py images) first")
-    key = ensure_ssh_key()
-    if not container_running(name):
+    key = ssh_key()
+    # A node started for another image or SSH key (another checkout's bench) is replaced.
+    recipe = digest(image_label(image) or "", key.with_suffix(".pub").read_text())
+    if not container_running(name) or container_label(name, "gpuops.recipe") != recipe:
         podman("rm", "--force", "--ignore", name)
         cmd = [
             "run",
@@ -409,6 +414,8 @@ def start_node(group: str, spec: dict) -> dict:
             f"{LABEL}=node",
             "--label",
             f"gpuops.bench.group={group}",
+            "--label",
+            f"gpuops.recipe={recipe}",
             "--publish",
             f"127.0.0.1:{spec.get('ssh_port', '')}:22",
             "--volume",
@@ -454,6 +461,7 @@ def cmd_nodes(args: argparse.Namespace) -> None:
             # scenarios can run side by side; the inventory name stays short.
             specs = [dict(s, name=f"{args.group}-{s['name']}", instance=s["name"], hostname=s["name"]) for s in specs]
         ensure_network()
+        ensure_ssh_key()
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
             nodes = list(pool.map(lambda s: start_node(args.group, s), specs))
         if args.inventory:
@@ -498,6 +506,7 @@ def cmd_rack(args: argparse.Namespace) -> None:
         for name, hv in sorted(hostvars.items())
     ]
     ensure_network()
+    ensure_ssh_key()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
         nodes = list(pool.map(lambda spec: start_node(RACK_GROUP, spec), specs))
     for node in nodes:
