@@ -8,7 +8,8 @@ when its configuration changes.
     bench.py host                 install podman & co, write the podman drop-in, create the network
     bench.py images               build the Debian 12/13 node images and the mirror image
     bench.py mirror               (re)build the local repository and start the mirror
-    bench.py nodes up GROUP SPEC  start node containers (SPEC: JSON list of {name, image}; --prefix: GROUP-name;
+    bench.py nodes up GROUP SPEC  start node containers (SPEC: JSON list of {name, image, hardware}: hardware
+                                  names a simulated-hardware profile of tests/sim/profiles; --prefix: GROUP-name;
                                   --inventory FILE [--groups a,b]: also write their Ansible inventory)
     bench.py nodes down GROUP     remove a group's node containers
     bench.py rack up|down         start or remove the demo rack of inventory/local.yml
@@ -33,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = Path(__file__).resolve().parent
+SIM = ROOT / "tests" / "sim"
+FIXTURES = ROOT / "tests" / "fixtures"
 STATE = Path(os.environ.get("GPUOPS_BENCH_STATE", ROOT / ".bench"))
 
 NETWORK = "gpuops-bench"
@@ -390,16 +393,92 @@ def published_port(name: str, port: int) -> int:
 # --- nodes --------------------------------------------------------------------------------
 
 
+# --- simulated hardware (tests/sim) ----------------------------------------------------------
+
+
+def sim_profile(name: str) -> dict:
+    """A simulated-hardware profile with its base profiles merged in (a fault variant names its healthy base)."""
+    path = SIM / "profiles" / f"{name}.json"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in (SIM / "profiles").glob("*.json")))
+        raise BenchError(f"unknown simulated hardware profile {name!r}; known: {known}")
+    data = json.loads(path.read_text())
+    if "base" not in data:
+        return data
+    merged = sim_profile(data["base"])
+    commands = {tool: dict(entries) for tool, entries in merged.get("commands", {}).items()}
+    for tool, entries in data.get("commands", {}).items():
+        commands.setdefault(tool, {}).update(entries)
+    return {**merged, **{k: v for k, v in data.items() if k != "base"}, "commands": commands}
+
+
+def stage_sim(name: str, stage: Path, build: Path) -> tuple[list[str], str]:
+    """Stage a profile's captures into build, for a node that mounts them from stage.
+
+    Returns the podman mount options and a digest of everything staged.
+
+    Each tool of the profile becomes /usr/local/bin/<tool> (tests/sim/standin.sh),
+    replaying its captures; the InfiniBand sysfs tree, when the profile has one,
+    replaces /sys/class; /etc/gpuops/simulated-hardware.json says which profile
+    this node simulates, so reports can say so.
+    """
+    profile = sim_profile(name)
+    shutil.rmtree(build, ignore_errors=True)
+    (build / "captures").mkdir(parents=True)
+    shutil.copy2(SIM / "replay.py", build / "replay.py")
+    commands, captures = {}, []
+    for tool, entries in profile.get("commands", {}).items():
+        for args, entry in entries.items():
+            staged = {"rc": entry.get("rc", 0)}
+            for stream in ("file", "stderr"):
+                if entry.get(stream):
+                    source = FIXTURES / entry[stream]
+                    target = f"captures/{len(captures):02d}-{source.name}"
+                    shutil.copy2(source, build / target)
+                    staged[stream] = target
+                    captures.append(entry[stream])
+            commands.setdefault(tool, {})[args] = staged
+    (build / "profile.json").write_text(json.dumps({"profile": name, "commands": commands}, indent=2))
+    marker = {
+        "profile": name,
+        "description": profile.get("description", ""),
+        "captures": sorted(set(captures)),
+        "sources": "tests/fixtures/SOURCES.md in gpuops.bringup",
+    }
+    (build / "marker.json").write_text(json.dumps(marker, indent=2))
+    mounts = ["--volume", f"{stage}:/usr/share/gpuops-sim:ro"]
+    mounts += ["--volume", f"{stage / 'marker.json'}:/etc/gpuops/simulated-hardware.json:ro"]
+    for tool in sorted(commands):
+        mounts += ["--volume", f"{SIM / 'standin.sh'}:/usr/local/bin/{tool}:ro"]
+    if profile.get("sysfs_infiniband"):
+        # sysfs is read-only in a container: an empty tmpfs takes /sys/class's
+        # place, and the captured tree becomes its only class.
+        mounts += ["--mount", "type=tmpfs,destination=/sys/class,tmpfs-mode=0755,notmpcopyup"]
+        mounts += ["--volume", f"{FIXTURES / profile['sysfs_infiniband']}:/sys/class/infiniband:ro"]
+        captures.append(profile["sysfs_infiniband"])
+    staged = [(build / "captures" / p).read_bytes() for p in sorted(os.listdir(build / "captures"))]
+    return mounts, digest(json.dumps(profile, sort_keys=True), (SIM / "replay.py").read_text(), *staged, *mounts)
+
+
 def start_node(group: str, spec: dict) -> dict:
     name = spec["name"]
     image = node_image(spec.get("image", "debian12"))
     if image_label(image) is None:
         raise BenchError(f"image {image} is missing: run `make setup` (bench.py images) first")
     key = ssh_key()
-    # A node started for another image or SSH key (another checkout's bench) is replaced.
-    recipe = digest(image_label(image) or "", key.with_suffix(".pub").read_text())
-    if not container_running(name) or container_label(name, "gpuops.recipe") != recipe:
+    stage, build = STATE / "sim" / name, STATE / "sim" / f"{name}.new"
+    sim_mounts, sim_digest = stage_sim(spec["hardware"], stage, build) if spec.get("hardware") else ([], "")
+    # A node started for another image, SSH key (another checkout's bench) or
+    # simulated hardware is replaced.
+    recipe = digest(image_label(image) or "", key.with_suffix(".pub").read_text(), sim_digest)
+    if container_running(name) and container_label(name, "gpuops.recipe") == recipe:
+        shutil.rmtree(build, ignore_errors=True)
+    else:
         podman("rm", "--force", "--ignore", name)
+        # A running node's mounts still point at its stage; replace it only now.
+        shutil.rmtree(stage, ignore_errors=True)
+        if build.exists():
+            build.rename(stage)
         cmd = [
             "run",
             "--detach",
@@ -420,10 +499,9 @@ def start_node(group: str, spec: dict) -> dict:
             f"127.0.0.1:{spec.get('ssh_port', '')}:22",
             "--volume",
             f"{key}.pub:/root/.ssh/authorized_keys:ro",
+            *sim_mounts,
+            image,
         ]
-        for port in spec.get("publish", []):
-            cmd += ["--publish", f"127.0.0.1::{port}"]
-        cmd.append(image)
         podman(*cmd)
     port = published_port(name, 22)
     wait_for_ssh(name, port)
@@ -435,6 +513,7 @@ def start_node(group: str, spec: dict) -> dict:
         "user": "root",
         "identity_file": str(key),
         "image": image,
+        "hardware": spec.get("hardware", ""),
     }
 
 
@@ -469,9 +548,12 @@ def cmd_nodes(args: argparse.Namespace) -> None:
         json.dump(nodes, sys.stdout, indent=2)
         print()
     else:
-        ids = podman("ps", "-aq", "--filter", f"label=gpuops.bench.group={args.group}").stdout.split()
-        if ids:
-            podman("rm", "--force", "--time", "5", *ids)
+        names = podman("ps", "-a", "--format", "{{.Names}}", "--filter", f"label=gpuops.bench.group={args.group}")
+        names = names.stdout.split()
+        if names:
+            podman("rm", "--force", "--time", "5", *names)
+        for name in names:
+            shutil.rmtree(STATE / "sim" / name, ignore_errors=True)
 
 
 def write_inventory(nodes: list[dict], path: Path, groups: list[str]) -> None:
@@ -502,7 +584,12 @@ def cmd_rack(args: argparse.Namespace) -> None:
     proc = run(["ansible-inventory", "-i", str(ROOT / "inventory" / "local.yml"), "--list"], capture=True, cwd=ROOT)
     hostvars = json.loads(proc.stdout)["_meta"]["hostvars"]
     specs = [
-        {"name": name, "image": hv.get("gpuops_bench_image", "debian12"), "ssh_port": hv["ansible_port"]}
+        {
+            "name": name,
+            "image": hv.get("gpuops_bench_image", "debian12"),
+            "hardware": hv.get("gpuops_bench_hardware", ""),
+            "ssh_port": hv["ansible_port"],
+        }
         for name, hv in sorted(hostvars.items())
     ]
     ensure_network()
@@ -510,7 +597,8 @@ def cmd_rack(args: argparse.Namespace) -> None:
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
         nodes = list(pool.map(lambda spec: start_node(RACK_GROUP, spec), specs))
     for node in nodes:
-        log(f"rack node {node['instance']} ({node['image']}) on 127.0.0.1:{node['port']}")
+        hardware = f", simulated {node['hardware']}" if node["hardware"] else ""
+        log(f"rack node {node['instance']} ({node['image']}{hardware}) on 127.0.0.1:{node['port']}")
 
 
 def cmd_clean(_args: argparse.Namespace) -> None:
