@@ -7,17 +7,18 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.bringup.plugins.filter import kernel, sources
+from ansible_collections.gpuops.bringup.plugins.filter import gpu, kernel, sources
 from ansible_collections.gpuops.bringup.plugins.module_utils.osinfo import normalize_sysctl
 
 FILTER_DIR = Path(kernel.__file__).parent
 SOURCES = sources.FilterModule().filters()
 KERNEL = kernel.FilterModule().filters()
+GPU = gpu.FilterModule().filters()
 SYS = Path(__file__).resolve().parents[3] / "fixtures" / "os" / "debian12" / "root" / "proc" / "sys"
 
 
 def test_every_filter_has_its_documentation():
-    assert sorted({**SOURCES, **KERNEL}) == sorted(p.stem for p in FILTER_DIR.glob("*.yml"))
+    assert sorted({**SOURCES, **KERNEL, **GPU}) == sorted(p.stem for p in FILTER_DIR.glob("*.yml"))
 
 
 @pytest.mark.parametrize(

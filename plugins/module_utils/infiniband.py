@@ -1,0 +1,399 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""InfiniBand and RoCE adapters from /sys/class/infiniband and ibstat, and what they say against expectations.
+
+Pure functions over text and over a reader (path -> text), so tests feed
+them captured trees and outputs. sysfs is what the kernel reports now and is
+authoritative; ibstat only fills what sysfs could not give (a partial tree,
+a file the driver refused to read).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+# Port states as the kernel's sysfs (4: ACTIVE) and ibstat (Active, Initializing) spell them.
+STATES = {
+    "nop": "nop",
+    "down": "down",
+    "init": "init",
+    "initializing": "init",
+    "armed": "armed",
+    "active": "active",
+    "activedefer": "active_defer",
+}
+# Physical states: sysfs "5: LinkUp", "7: Phy Test"; ibstat "LinkUp", "PhyTest".
+PHYSICAL_STATES = {
+    "nostatechange": "no_state_change",
+    "sleep": "sleep",
+    "polling": "polling",
+    "disabled": "disabled",
+    "portconfigurationtraining": "port_configuration_training",
+    "linkup": "link_up",
+    "linkerrorrecovery": "link_error_recovery",
+    "phytest": "phy_test",
+}
+LINK_LAYERS = {"infiniband": "InfiniBand", "ethernet": "Ethernet"}
+PORT_FIELDS = ("state", "physical_state", "rate_gbps", "link_layer", "netdev", "lid", "sm_lid", "port_guid")
+DEVICE_FIELDS = ("ca_type", "fw_version", "node_guid", "board_id")
+
+
+class AnyReturnCode:
+    """ok_rc for ToolRunner when every exit status is data (negative ones too: killed by a signal)."""
+
+    def __contains__(self, rc):
+        return True
+
+
+class SysfsReader:
+    """Reads files and directory listings under a sysfs root (default /sys); missing or unreadable -> None / []."""
+
+    def __init__(self, root="/sys"):
+        self.root = root
+
+    def path(self, path):
+        return os.path.join(self.root, path.lstrip("/"))
+
+    def read(self, path):
+        try:
+            with open(self.path(path), encoding="utf-8", errors="replace") as handle:
+                return handle.read()
+        except OSError:
+            # EINVAL is what some drivers answer for rate or ndevs of a down port: treat as absent.
+            return None
+
+    def listdir(self, path):
+        try:
+            return sorted(os.listdir(self.path(path)))
+        except OSError:
+            return []
+
+
+def _key(text):
+    return re.sub(r"[^a-z]", "", text.lower())
+
+
+def _snake(text):
+    return re.sub(r"[^a-z0-9]+", "_", text.strip().lower()).strip("_")
+
+
+def _named(text, names):
+    """'4: ACTIVE' or 'Active' -> the name's entry in names; an unknown name is kept, snake-cased; empty -> None."""
+    if text is None:
+        return None
+    name = text.strip().partition(":")[2] if re.match(r"^\s*\d+\s*:", text) else text
+    name = name.strip()
+    if not name:
+        return None
+    return names.get(_key(name), _snake(name))
+
+
+def parse_state(text):
+    """'4: ACTIVE' (sysfs) or 'Active', 'Initializing' (ibstat) -> 'active', 'init'."""
+    return _named(text, STATES)
+
+
+def parse_physical_state(text):
+    """'5: LinkUp', 'LinkUp' or '7: Phy Test' -> 'link_up' / 'phy_test'."""
+    return _named(text, PHYSICAL_STATES)
+
+
+def parse_rate(text):
+    """Gb/s as a float from sysfs ('400 Gb/sec (4X NDR)', '2.5 Gb/sec (1X SDR)') or ibstat ('400'); else None."""
+    if text is None:
+        return None
+    match = re.match(r"^\s*(\d+(?:\.\d+)?)(?:\s*Gb/sec\b.*)?\s*$", text.strip(), re.DOTALL)
+    return float(match.group(1)) if match else None
+
+
+def parse_link_layer(text):
+    if text is None:
+        return None
+    value = text.strip()
+    if not value:
+        return None
+    return LINK_LAYERS.get(value.lower(), value)
+
+
+def normalize_guid(text):
+    """'a088:c203:00ad:eab8' (sysfs) or '0xa088c20300adeab8' (ibstat) -> '0xa088c20300adeab8'."""
+    if text is None:
+        return None
+    digits = text.strip().lower()
+    digits = digits[2:] if digits.startswith("0x") else digits.replace(":", "")
+    if not re.match(r"^[0-9a-f]{1,16}$", digits):
+        return None
+    return "0x" + digits.rjust(16, "0")
+
+
+def _int(text):
+    try:
+        return int(text.strip(), 0)
+    except (AttributeError, ValueError):
+        return None
+
+
+def _text(value):
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+def _sort_key(name):
+    """mlx5_2 before mlx5_10: split digits so names sort as people read them."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def empty_port(number):
+    port = {"port": number}
+    port.update(dict.fromkeys(PORT_FIELDS))
+    return port
+
+
+def _port_netdev(reader, base, number, netdevs):
+    """The network interface of a port: its GID table's first netdev, else the device's one (or matching) netdev."""
+    ndev = _text(reader.read(f"{base}/ports/{number}/gid_attrs/ndevs/0"))
+    if ndev:
+        return ndev
+    if len(netdevs) == 1:
+        return netdevs[0]
+    # Several netdevs on a multi-port adapter: dev_port counts ports from 0.
+    for netdev in netdevs:
+        if _int(reader.read(f"{base}/device/net/{netdev}/dev_port")) == number - 1:
+            return netdev
+    return None
+
+
+def read_sysfs(reader):
+    """Adapters under <root>/class/infiniband: name, ca_type, fw_version, node_guid, board_id, ports (sorted)."""
+    devices = []
+    for name in sorted(reader.listdir("class/infiniband"), key=_sort_key):
+        base = f"class/infiniband/{name}"
+        netdevs = reader.listdir(f"{base}/device/net")
+        ports = []
+        for entry in reader.listdir(f"{base}/ports"):
+            number = _int(entry)
+            if number is None:
+                continue
+            path = f"{base}/ports/{entry}"
+            port = empty_port(number)
+            port.update(
+                {
+                    "state": parse_state(reader.read(f"{path}/state")),
+                    "physical_state": parse_physical_state(reader.read(f"{path}/phys_state")),
+                    "rate_gbps": parse_rate(reader.read(f"{path}/rate")),
+                    "link_layer": parse_link_layer(reader.read(f"{path}/link_layer")),
+                    "netdev": _port_netdev(reader, base, number, netdevs),
+                    "lid": _int(reader.read(f"{path}/lid")),
+                    "sm_lid": _int(reader.read(f"{path}/sm_lid")),
+                }
+            )
+            ports.append(port)
+        devices.append(
+            {
+                "name": name,
+                "ca_type": _text(reader.read(f"{base}/hca_type")),
+                "fw_version": _text(reader.read(f"{base}/fw_ver")),
+                "node_guid": normalize_guid(reader.read(f"{base}/node_guid")),
+                "board_id": _text(reader.read(f"{base}/board_id")),
+                "ports": sorted(ports, key=lambda p: p["port"]),
+                "sources": ["sysfs"],
+            }
+        )
+    return devices
+
+
+CA_LINE = re.compile(r"^\s*CA\s+'([^']+)'\s*$")
+PORT_LINE = re.compile(r"^\s*Port\s+(\d+):\s*$")
+FIELD_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*?):\s*(.*?)\s*$")
+DEVICE_KEYS = {
+    "CA type": ("ca_type", _text),
+    "Firmware version": ("fw_version", _text),
+    "Node GUID": ("node_guid", normalize_guid),
+}
+PORT_KEYS = {
+    "State": ("state", parse_state),
+    "Physical state": ("physical_state", parse_physical_state),
+    "Rate": ("rate_gbps", parse_rate),
+    "Link layer": ("link_layer", parse_link_layer),
+    "Base lid": ("lid", _int),
+    "SM lid": ("sm_lid", _int),
+    "Port GUID": ("port_guid", normalize_guid),
+}
+
+
+def parse_ibstat(text):
+    """Parse `ibstat` output -> {"devices": [...], "messages": [ibpanic/ibwarn/iberror lines]}.
+
+    Keys are read by name, not by indentation: ibstat indents with tabs,
+    copies of it carry spaces or none at all. A line ibstat would not print
+    is ignored, so garbage yields no devices rather than an exception.
+    """
+    devices, messages = [], []
+    device = port = None
+    for line in (text or "").splitlines():
+        if re.match(r"^\s*ib(panic|warn|error):", line):
+            messages.append(line.strip())
+            continue
+        match = CA_LINE.match(line)
+        if match:
+            device = {"name": match.group(1), "ports": [], "sources": ["ibstat"]}
+            device.update(dict.fromkeys(DEVICE_FIELDS))
+            devices.append(device)
+            port = None
+            continue
+        if device is None:
+            continue
+        match = PORT_LINE.match(line)
+        if match:
+            port = empty_port(int(match.group(1)))
+            device["ports"].append(port)
+            continue
+        match = FIELD_LINE.match(line)
+        if not match:
+            continue
+        key, value = match.groups()
+        if port is not None and key in PORT_KEYS:
+            field, parse = PORT_KEYS[key]
+            port[field] = parse(value)
+        elif key in DEVICE_KEYS:
+            field, parse = DEVICE_KEYS[key]
+            device[field] = parse(value)
+    return {"devices": devices, "messages": messages}
+
+
+def merge(sysfs_devices, ibstat_devices):
+    """sysfs first; ibstat fills fields sysfs left empty and adds devices or ports sysfs did not show."""
+    by_name = {d["name"]: d for d in ibstat_devices}
+    merged = []
+    for device in sysfs_devices:
+        other = by_name.pop(device["name"], None)
+        if other is None:
+            merged.append(device)
+            continue
+        result = dict(device)
+        for field in DEVICE_FIELDS:
+            if result.get(field) is None:
+                result[field] = other.get(field)
+        other_ports = {p["port"]: p for p in other["ports"]}
+        ports = []
+        for port in device["ports"]:
+            filled = dict(port)
+            for field in PORT_FIELDS:
+                if filled.get(field) is None:
+                    filled[field] = other_ports.get(port["port"], {}).get(field)
+            other_ports.pop(port["port"], None)
+            ports.append(filled)
+        ports.extend(other_ports.values())
+        result["ports"] = sorted(ports, key=lambda p: p["port"])
+        result["sources"] = ["sysfs", "ibstat"]
+        merged.append(result)
+    merged.extend(by_name.values())
+    return sorted(merged, key=lambda d: _sort_key(d["name"]))
+
+
+def _finding(severity, code, message, device=None, port=None):
+    return {"severity": severity, "code": code, "device": device, "port": port, "message": message}
+
+
+def _where(device, port):
+    return f"{device['name']} port {port['port']}"
+
+
+def findings(devices, expected_active_ports=None, expected_rate_gbps=None, expected_link_layer=None):
+    """What the ports say, against the expectations given.
+
+    Severities: error (an expectation is not met), warning (a port that
+    should probably work does not), info (a port switched off). Ports of
+    another link layer than expected_link_layer belong to another network:
+    they are reported, not counted.
+    """
+    result = []
+    counted = []
+    for device in devices:
+        for port in device["ports"]:
+            where = _where(device, port)
+            state, physical = port["state"], port["physical_state"]
+            if state == "active":
+                if expected_link_layer and port["link_layer"] and port["link_layer"] != expected_link_layer:
+                    result.append(
+                        _finding(
+                            "warning",
+                            "link_layer_mismatch",
+                            f"{where} is active on {port['link_layer']}, expected {expected_link_layer}; not counted",
+                            device["name"],
+                            port["port"],
+                        )
+                    )
+                    continue
+                counted.append((device, port))
+            elif physical == "polling":
+                result.append(
+                    _finding(
+                        "warning",
+                        "port_polling",
+                        f"{where} is {state or 'not active'} and polling: no link partner (cable, transceiver or "
+                        "switch port)",
+                        device["name"],
+                        port["port"],
+                    )
+                )
+            elif physical == "link_up":
+                hint = "no subnet manager has brought it up" if port["link_layer"] == "InfiniBand" else "see its link"
+                result.append(
+                    _finding(
+                        "warning",
+                        "port_not_active",
+                        f"{where} has a physical link but is {state or 'in an unknown state'}: {hint}",
+                        device["name"],
+                        port["port"],
+                    )
+                )
+            elif physical == "disabled":
+                result.append(_finding("info", "port_disabled", f"{where} is disabled", device["name"], port["port"]))
+            else:
+                result.append(
+                    _finding(
+                        "warning",
+                        "port_down",
+                        f"{where} is {state or 'in an unknown state'} (physical state {physical or 'unknown'})",
+                        device["name"],
+                        port["port"],
+                    )
+                )
+    if expected_rate_gbps is not None:
+        for device, port in counted:
+            if port["rate_gbps"] is None or port["rate_gbps"] < expected_rate_gbps:
+                rate = "reports no rate" if port["rate_gbps"] is None else f"runs at {port['rate_gbps']:g} Gb/s"
+                result.append(
+                    _finding(
+                        "error",
+                        "rate_low",
+                        f"{_where(device, port)} {rate}, expected at least {expected_rate_gbps:g} Gb/s",
+                        device["name"],
+                        port["port"],
+                    )
+                )
+    if expected_active_ports is not None and len(counted) < expected_active_ports:
+        layer = f" {expected_link_layer}" if expected_link_layer else ""
+        code = "no_devices" if not devices else "active_ports_low"
+        seen = "no RDMA devices found" if not devices else f"{len(counted)} active{layer} port(s) found"
+        result.append(
+            _finding("error", code, f"{seen}, expected {expected_active_ports}: {_port_list(counted) or 'none'}")
+        )
+    return result
+
+
+def _port_list(counted):
+    return ", ".join(f"{d['name']}/{p['port']}" for d, p in counted)
+
+
+def active_ports(devices, link_layer=None):
+    return sum(
+        1
+        for device in devices
+        for port in device["ports"]
+        if port["state"] == "active" and (link_layer is None or port["link_layer"] == link_layer)
+    )

@@ -1,0 +1,272 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Find NVIDIA GPU error events in kernel log text: pure functions, no I/O.
+
+scan(text) reads any of the kernel log formats below, line by line (a log
+may mix them, as syslog files embedding dmesg timestamps do):
+
+    dmesg            [  123.456789] NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus.
+    dmesg_ctime      [Mon Jan  8 10:11:12 2024] NVRM: ...            (dmesg -T, dmesg --ctime)
+    dmesg_iso        2025-01-21T04:41:44,285060+00:00 NVRM: ...     (dmesg --time-format iso, with -x levels too)
+    journal          Jan 08 10:11:12 host kernel: NVRM: ...          (journalctl -o short, syslog files)
+    journal_iso      2025-01-17T17:10:43+0000 host kernel: NVRM: ... (journalctl -o short-iso)
+    kmsg             6,1234,5678901,-;NVRM: ...                      (/dev/kmsg records)
+    unknown          anything else holding "NVRM:" (a pasted "kernel: NVRM: ..." line)
+
+A line starting with white space continues the record above it (dmesg and
+journalctl indent the further lines of a multi-line message that way), so a
+message split over lines is matched as one.
+
+Events (one per log record):
+
+- event "xid": an "NVRM: Xid (PCI:<bdf>): <code>, ..." record;
+- event "fallen_off_bus": "fallen off the bus" in a record that is not an Xid
+  (the driver prints one next to Xid 79, and some drivers only that);
+- event "gsp_rpc_timeout": the driver timing out on the GSP firmware in a
+  record that is not an Xid ("Timeout waiting for RPC from GSP",
+  _kgspRpcRecvPoll, _kgspLogRpcTimeout, _kgspIsHeartbeatTimedOut,
+  "waiting for RPC response from GPUn GSP", "GSP RPC timeout").
+
+PCI bus ids are normalised to lspci -D's form, lower case with the function:
+0000:3b:00.0 (the driver prints PCI:0000:3b:00, nvidia-smi 00000000:3B:00.0).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import xid_catalog
+
+_LEVEL = r"(?:[a-z]+\s*:\s*[a-z]+\s*: )?"  # dmesg -x: "kern  :warn  : "
+_PREFIXES = (
+    ("kmsg", re.compile(r"(?P<prio>\d+),(?P<seq>\d+),(?P<usec>\d+),[^;]*;")),
+    ("dmesg", re.compile(_LEVEL + r"(?:<\d+>)?\[\s*(?P<uptime>\d+\.\d+)\]\s?")),
+    ("dmesg_ctime", re.compile(_LEVEL + r"\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?")),
+    ("dmesg_iso", re.compile(_LEVEL + r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:?\d\d) ")),
+    (
+        "journal_iso",
+        re.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:?\d\d|Z)) (?:\S+ )?kernel: "),
+    ),
+    ("journal", re.compile(r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?:\S+ )?kernel: ")),
+)
+# A syslog or journal line may carry the kernel's own timestamp after "kernel: ".
+_EMBEDDED_UPTIME = re.compile(r"\[\s*(\d+\.\d+)\]\s?")
+_XID = re.compile(r"NVRM: Xid \(([^)]*)\): (\d+)(?:,\s*|\s*$)")
+_PID = re.compile(r"pid=('?)([^,']*)\1(?:,\s*|$)")
+_NAME = re.compile(r"name=([^,]*)(?:,\s*|$)")
+_BDF = re.compile(r"\b(?:PCI:)?([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?\b")
+_GSP_TIMEOUT = re.compile(
+    r"Timeout waiting for RPC from GSP|_kgspRpcRecvPoll|_kgspLogRpcTimeout|_kgspIsHeartbeatTimedOut"
+    r"|waiting for RPC response from GPU\d* GSP|GSP RPC timeout",
+    re.IGNORECASE,
+)
+_FALLEN = "fallen off the bus"
+_NVLINK5_XIDS = frozenset(range(144, 151))
+_JOURNAL_MARKER = "-- "
+
+
+def normalize_pci(text):
+    """The first PCI address in text as 0000:3b:00.0, or None."""
+    match = _BDF.search(text or "")
+    if match is None:
+        return None
+    domain, bus, device, function = match.groups()
+    return f"{int(domain, 16):04x}:{bus.lower()}:{device.lower()}.{function or '0'}"
+
+
+def journal_has_entries(text):
+    """Whether journalctl printed any entry, not only its "-- No entries --" style markers."""
+    return any(line.strip() and not line.startswith(_JOURNAL_MARKER) for line in text.splitlines())
+
+
+def _records(lines):
+    """(line number, [lines]) for every record holding "NVRM", continuation lines joined."""
+    records = []
+    last = -2
+    for index, line in enumerate(lines):
+        if line[:1] in (" ", "\t"):
+            if last == index - 1 and line.strip():
+                records[-1][1].append(line)
+                last = index
+            continue
+        if "NVRM" in line:
+            records.append((index + 1, [line]))
+            last = index
+    return records
+
+
+def line_prefix(first_line):
+    """(format, timestamp, uptime seconds, rest of the line) for a record's first line."""
+    for name, pattern in _PREFIXES:
+        match = pattern.match(first_line)
+        if match is None:
+            continue
+        rest = first_line[match.end() :]
+        groups = match.groupdict()
+        if name == "kmsg":
+            return name, groups["usec"], int(groups["usec"]) / 1e6, rest
+        if name == "dmesg":
+            return name, groups["uptime"], float(groups["uptime"]), rest
+        uptime = None
+        if name.startswith("journal"):
+            embedded = _EMBEDDED_UPTIME.match(rest)
+            if embedded is not None:
+                uptime = float(embedded.group(1))
+                rest = rest[embedded.end() :]
+        return name, groups["ts"], uptime, rest
+    return "unknown", None, None, first_line
+
+
+def _from_catalog(entry):
+    return {
+        "mnemonic": entry["mnemonic"],
+        "meaning": entry["meaning"],
+        "category": entry["category"],
+        "severity": entry["severity"],
+        "action": entry["action"],
+        "nvidia_action": dict(entry["nvidia_action"]),
+        "documented": entry["documented"],
+    }
+
+
+def _xid_event(code, bus, rest):
+    pid = process = None
+    match = _PID.match(rest)
+    if match is not None:
+        pid = int(match.group(2)) if match.group(2).isdigit() else None
+        rest = rest[match.end() :]
+    match = _NAME.match(rest)
+    if match is not None:
+        name = match.group(1).strip()
+        process = None if name in ("", "<unknown>") else name
+        rest = rest[match.end() :]
+    entry = xid_catalog.lookup(code)
+    event = {
+        "event": "xid",
+        "xid": code,
+        "pci_bus_id": normalize_pci(bus),
+        "pid": pid,
+        "process": process,
+        "message": rest.strip(),
+        "in_catalog": code in xid_catalog.XIDS,
+        **_from_catalog(entry),
+    }
+    # The NVLink5 Xids say in the message whether this occurrence is fatal ("... Nonfatal XC0 i0 Link 13 (...)").
+    if code in _NVLINK5_XIDS and re.search(r"\bNon-?fatal\b", rest, re.IGNORECASE):
+        event["severity"] = "warning"
+    if code == 154 and re.search(r"Reset Required|Reboot Required|Drain", rest, re.IGNORECASE):
+        event["severity"] = "critical"
+    return event
+
+
+def _other_event(kind, text):
+    entry = xid_catalog.EVENTS[kind]
+    body = text[text.find("NVRM:") + len("NVRM:") :] if "NVRM:" in text else text
+    return {
+        "event": kind,
+        "xid": None,
+        "pci_bus_id": normalize_pci(body),
+        "pid": None,
+        "process": None,
+        "message": body.strip(),
+        "in_catalog": True,
+        **_from_catalog(entry),
+    }
+
+
+def _continuation(line):
+    text = line.strip()
+    return text[len("NVRM: ") :] if text.startswith("NVRM: ") else text
+
+
+def parse_events(text):
+    """Every GPU error event in the kernel log text, in log order (see the module docstring for the fields)."""
+    return _parse(text.splitlines())
+
+
+def _parse(all_lines):
+    events = []
+    for number, lines in _records(all_lines):
+        log_format, timestamp, uptime, rest = line_prefix(lines[0])
+        joined = " ".join([rest.strip()] + [_continuation(line) for line in lines[1:]])
+        match = _XID.search(joined)
+        if match is not None:
+            event = _xid_event(int(match.group(2)), match.group(1), joined[match.end() :])
+        elif _FALLEN in joined:
+            event = _other_event("fallen_off_bus", joined)
+        elif _GSP_TIMEOUT.search(joined):
+            event = _other_event("gsp_rpc_timeout", joined)
+        else:
+            continue
+        event.update(
+            {
+                "timestamp": timestamp,
+                "uptime_seconds": uptime,
+                "format": log_format,
+                "line_number": number,
+                "line": "\n".join(lines),
+            }
+        )
+        events.append(event)
+    return events
+
+
+def _worst(severities):
+    known = [s for s in severities if xid_catalog.severity_rank(s) >= 0]
+    if known:
+        return max(known, key=xid_catalog.severity_rank)
+    return xid_catalog.UNKNOWN if severities else "none"
+
+
+def summarise(events):
+    """Counts per Xid and event kind, the worst severity, and one entry per GPU (by PCI bus id)."""
+    xid_counts = {}
+    event_counts = {"xid": 0, "fallen_off_bus": 0, "gsp_rpc_timeout": 0}
+    gpus = {}
+    for event in events:
+        event_counts[event["event"]] += 1
+        if event["xid"] is not None:
+            key = str(event["xid"])
+            xid_counts[key] = xid_counts.get(key, 0) + 1
+        gpu = gpus.setdefault(
+            event["pci_bus_id"] or "unattributed",
+            {"events": 0, "xids": [], "event_kinds": [], "severities": [], "actions": [], "first": None, "last": None},
+        )
+        gpu["events"] += 1
+        if event["xid"] is not None and event["xid"] not in gpu["xids"]:
+            gpu["xids"].append(event["xid"])
+        if event["event"] not in gpu["event_kinds"]:
+            gpu["event_kinds"].append(event["event"])
+        gpu["severities"].append(event["severity"])
+        gpu["actions"].append((event["severity"], event["action"]))
+        gpu["first"] = gpu["first"] or event["timestamp"]
+        gpu["last"] = event["timestamp"] or gpu["last"]
+    per_gpu = {}
+    for bus_id, gpu in gpus.items():
+        # Worst first; a stable sort keeps log order among equals.
+        ranked = sorted(gpu["actions"], key=lambda pair: -xid_catalog.severity_rank(pair[0]))
+        per_gpu[bus_id] = {
+            "events": gpu["events"],
+            "xids": sorted(gpu["xids"]),
+            "event_kinds": gpu["event_kinds"],
+            "worst_severity": _worst(gpu["severities"]),
+            "actions": list(dict.fromkeys(action for _severity, action in ranked)),
+            "first_seen": gpu["first"],
+            "last_seen": gpu["last"],
+        }
+    return {
+        "events": len(events),
+        "event_counts": event_counts,
+        "xid_counts": dict(sorted(xid_counts.items(), key=lambda item: int(item[0]))),
+        "worst_severity": _worst([e["severity"] for e in events]),
+        "unknown_xids": sorted({e["xid"] for e in events if e["xid"] is not None and not e["in_catalog"]}),
+        "undocumented_xids": sorted({e["xid"] for e in events if e["in_catalog"] and not e["documented"]}),
+        "gpus": per_gpu,
+    }
+
+
+def scan(text):
+    """Events, their summary and the line count of a kernel log."""
+    lines = text.splitlines()
+    events = _parse(lines)
+    return {"events": events, "summary": summarise(events), "lines": len(lines)}
