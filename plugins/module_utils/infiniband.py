@@ -306,9 +306,9 @@ def findings(devices, expected_active_ports=None, expected_rate_gbps=None, expec
     """What the ports say, against the expectations given.
 
     Severities: error (an expectation is not met), warning (a port that
-    should probably work does not), info (a port switched off). Ports of
-    another link layer than expected_link_layer belong to another network:
-    they are reported, not counted.
+    should probably work does not), info (a port switched off, or one of
+    another link layer than expected_link_layer: it belongs to another
+    network, and is reported, not counted).
     """
     result = []
     counted = []
@@ -318,9 +318,11 @@ def findings(devices, expected_active_ports=None, expected_rate_gbps=None, expec
             state, physical = port["state"], port["physical_state"]
             if state == "active":
                 if expected_link_layer and port["link_layer"] and port["link_layer"] != expected_link_layer:
+                    # An HGX node's front-end or storage NIC (a BlueField in
+                    # Ethernet mode) sits beside its InfiniBand compute ports.
                     result.append(
                         _finding(
-                            "warning",
+                            "info",
                             "link_layer_mismatch",
                             f"{where} is active on {port['link_layer']}, expected {expected_link_layer}; not counted",
                             device["name"],

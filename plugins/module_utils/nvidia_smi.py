@@ -597,11 +597,12 @@ def _nvlink_findings(devices, nvlink):
     return found
 
 
-def findings(query, failure=None, nvlink=None, expected_count=None):
+def findings(query, failure=None, nvlink=None, expected_count=None, expected_model=None):
     """Health problems in parsed data, most severe first, each {severity, device, code, message}.
 
     query is parse_query_xml's result (None when nvidia-smi reported a node failure, given as
-    failure), nvlink parse_nvlink_status's, expected_count the GPU count this node should have.
+    failure), nvlink parse_nvlink_status's, expected_count the GPU count this node should have,
+    expected_model the product name every GPU should report.
     """
     found = []
     if failure is not None:
@@ -617,6 +618,16 @@ def findings(query, failure=None, nvlink=None, expected_count=None):
             )
         )
     for device in devices:
+        if expected_model is not None and device["name"] != expected_model:
+            where = device["pci_bus_id"] or str(device["index"])
+            found.append(
+                _finding(
+                    "error",
+                    where,
+                    "gpu_model_mismatch",
+                    f"GPU {device['index']} ({where}) is a {device['name']}; this node should have {expected_model}",
+                )
+            )
         found.extend(_device_findings(device))
     found.extend(_nvlink_findings(devices, nvlink))
     return sorted(found, key=lambda f: SEVERITIES.index(f["severity"]))

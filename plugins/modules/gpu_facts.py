@@ -23,6 +23,11 @@ options:
     description:
       - The number of GPUs this node should have. Fewer seen adds the error finding C(gpu_count_low).
     type: int
+  expected_model:
+    description:
+      - The product name every GPU should report, as nvidia-smi prints it (C(NVIDIA H100 80GB HBM3)). Another name
+        adds the error finding C(gpu_model_mismatch) for that GPU.
+    type: str
   topology:
     description:
       - Run C(nvidia-smi topo -m) for the GPU-pair link types and NIC affinity. Omitted from the facts when the
@@ -221,7 +226,8 @@ ansible_facts:
           description: >-
             Health problems, errors first, each C(severity) (error, warning, info), C(device) (the GPU's PCI bus id, or
             C(node)), C(code) and C(message). Codes - C(driver_unreachable), C(driver_library_mismatch), C(no_devices),
-            C(gpu_count_low), C(pcie_link_degraded), C(pcie_gen_below_max), C(remap_pending), C(remap_failure),
+            C(gpu_count_low), C(gpu_model_mismatch), C(pcie_link_degraded), C(pcie_gen_below_max), C(remap_pending),
+            C(remap_failure),
             C(retired_pages_pending), C(ecc_uncorrectable), C(ecc_disabled), C(ecc_mode_pending), C(mig_mode_pending),
             C(fabric_not_completed), C(fabric_status_error), C(nvlink_down), C(clock_slowdown), C(gpu_reset_required),
             C(gpu_recovery_action), C(topology_unparsed), C(nvlink_unparsed).
@@ -263,7 +269,7 @@ def gather(smi, params, simulated=False):
     for gpu in nvlink or []:
         if gpu["index"] < len(devices):
             devices[gpu["index"]]["nvlink"] = {"active": gpu["active"], "inactive": gpu["inactive"]}
-    found = nvidia_smi.findings(query, failure, nvlink, params["expected_count"])
+    found = nvidia_smi.findings(query, failure, nvlink, params["expected_count"], params["expected_model"])
     return {
         "simulated": simulated,
         "driver_version": (query or {}).get("driver_version"),
@@ -292,6 +298,7 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "expected_count": {"type": "int"},
+            "expected_model": {"type": "str"},
             "topology": {"type": "bool", "default": True},
             "nvlink": {"type": "bool", "default": True},
         },

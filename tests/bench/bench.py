@@ -418,9 +418,8 @@ def stage_sim(name: str, stage: Path, build: Path) -> tuple[list[str], str]:
     Returns the podman mount options and a digest of everything staged.
 
     Each tool of the profile becomes /usr/local/bin/<tool> (tests/sim/standin.sh),
-    replaying its captures; the InfiniBand sysfs tree, when the profile has one,
-    replaces /sys/class; /etc/gpuops/simulated-hardware.json says which profile
-    this node simulates, so reports can say so.
+    replaying its captures; /etc/gpuops/simulated-hardware.json says which
+    profile this node simulates, so reports can say so.
     """
     profile = sim_profile(name)
     shutil.rmtree(build, ignore_errors=True)
@@ -429,15 +428,11 @@ def stage_sim(name: str, stage: Path, build: Path) -> tuple[list[str], str]:
     commands, captures = {}, []
     for tool, entries in profile.get("commands", {}).items():
         for args, entry in entries.items():
-            staged = {"rc": entry.get("rc", 0)}
-            for stream in ("file", "stderr"):
-                if entry.get(stream):
-                    source = FIXTURES / entry[stream]
-                    target = f"captures/{len(captures):02d}-{source.name}"
-                    shutil.copy2(source, build / target)
-                    staged[stream] = target
-                    captures.append(entry[stream])
-            commands.setdefault(tool, {})[args] = staged
+            source = FIXTURES / entry["file"]
+            target = f"captures/{len(captures):02d}-{source.name}"
+            shutil.copy2(source, build / target)
+            captures.append(entry["file"])
+            commands.setdefault(tool, {})[args] = {"file": target, "rc": entry.get("rc", 0)}
     (build / "profile.json").write_text(json.dumps({"profile": name, "commands": commands}, indent=2))
     marker = {
         "profile": name,
@@ -450,12 +445,6 @@ def stage_sim(name: str, stage: Path, build: Path) -> tuple[list[str], str]:
     mounts += ["--volume", f"{stage / 'marker.json'}:/etc/gpuops/simulated-hardware.json:ro"]
     for tool in sorted(commands):
         mounts += ["--volume", f"{SIM / 'standin.sh'}:/usr/local/bin/{tool}:ro"]
-    if profile.get("sysfs_infiniband"):
-        # sysfs is read-only in a container: an empty tmpfs takes /sys/class's
-        # place, and the captured tree becomes its only class.
-        mounts += ["--mount", "type=tmpfs,destination=/sys/class,tmpfs-mode=0755,notmpcopyup"]
-        mounts += ["--volume", f"{FIXTURES / profile['sysfs_infiniband']}:/sys/class/infiniband:ro"]
-        captures.append(profile["sysfs_infiniband"])
     staged = [(build / "captures" / p).read_bytes() for p in sorted(os.listdir(build / "captures"))]
     return mounts, digest(json.dumps(profile, sort_keys=True), (SIM / "replay.py").read_text(), *staged, *mounts)
 

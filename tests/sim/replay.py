@@ -23,10 +23,7 @@ def main(argv):
         return 2
     with open(f"{STAGE}/{entry['file']}", "rb") as handle:
         sys.stdout.buffer.write(handle.read())
-    if entry.get("stderr"):
-        with open(f"{STAGE}/{entry['stderr']}", "rb") as handle:
-            sys.stderr.buffer.write(handle.read())
-    return entry.get("rc", 0)
+    return entry["rc"]
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.bringup.plugins.filter import gpu, kernel, sources
+from ansible_collections.gpuops.bringup.plugins.filter import gpu, hardware, kernel, sources
 from ansible_collections.gpuops.bringup.plugins.module_utils.osinfo import normalize_sysctl
 
 FILTER_DIR = Path(kernel.__file__).parent
@@ -18,7 +18,8 @@ SYS = Path(__file__).resolve().parents[3] / "fixtures" / "os" / "debian12" / "ro
 
 
 def test_every_filter_has_its_documentation():
-    assert sorted({**SOURCES, **KERNEL, **GPU}) == sorted(p.stem for p in FILTER_DIR.glob("*.yml"))
+    every = {**SOURCES, **KERNEL, **GPU, **hardware.FilterModule().filters()}
+    assert sorted(every) == sorted(p.stem for p in FILTER_DIR.glob("*.yml"))
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
-from ib_trees import SYSFS, derive_sysfs, ibstat, materialise
+from ib_trees import IBSTAT, SYSFS, derive_sysfs, ibstat, materialise
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import infiniband
 
@@ -13,6 +15,9 @@ GPUD_BLUEFIELD = "gpud-h100-ib-bluefield3-all-active-2.txt"
 NCCL_TESTS_350 = "nccl-tests-350-cx4lx-roce-cx6-hdr.txt"
 VF_DOWN = "network-operator-249-vf-down-linkup.txt"
 AZURE_FLAT = "azhpc-diagnostics-59-ibstat-mlx5_ib0-initializing.txt"
+# Derived by tests/fixtures/infiniband/ibstat/variants.py (SOURCES.md says how).
+MLX5_4_DOWN = "gpud-h100-ib-bluefield3-mlx5_4-down.derived.txt"
+ROCE_2PORT = "gpud-h100-roce-2port.derived.txt"
 
 
 def port(devices, name, number=1):
@@ -47,6 +52,10 @@ IBSTAT_CASES = {
     AZURE_FLAT: (1, {}),
     # Debian 12 with rdma-core 44 and no RDMA device: ibstat prints nothing and exits 0.
     "debian12-no-devices.stdout": (0, {}),
+    # The BlueField-3 node with one NDR port that lost its link: 7 of 8 InfiniBand ports active.
+    MLX5_4_DOWN: (9, {"InfiniBand": 7, "Ethernet": 1}),
+    # A 2-port RoCE node: two 400G ConnectX-7 on Ethernet.
+    ROCE_2PORT: (2, {"Ethernet": 2}),
 }
 
 
@@ -88,6 +97,14 @@ def test_parse_ibstat_devices_and_active_ports(name, expected):
         (NCCL_TESTS_350, "mlx5_3", 1, {"state": "down", "physical_state": "disabled", "rate_gbps": 10.0, "lid": 65535}),
         (VF_DOWN, "mlx5_7", 1, {"state": "down", "physical_state": "link_up", "rate_gbps": 200.0, "sm_lid": 1}),
         (AZURE_FLAT, "mlx5_ib0", 1, {"state": "init", "physical_state": "link_up", "lid": 65535, "sm_lid": 361}),
+        (
+            MLX5_4_DOWN,
+            "mlx5_4",
+            1,
+            {"state": "down", "physical_state": "polling", "rate_gbps": 10.0, "link_layer": "InfiniBand", "lid": 972},
+        ),
+        (MLX5_4_DOWN, "mlx5_5", 1, {"state": "active", "physical_state": "link_up", "rate_gbps": 400.0}),
+        (ROCE_2PORT, "mlx5_3", 1, {"state": "active", "rate_gbps": 400.0, "link_layer": "Ethernet"}),
     ],
 )
 def test_parse_ibstat_port_fields(name, ca, number, expected):
@@ -374,8 +391,9 @@ def test_findings_eight_ndr_ports_met():
     devices = infiniband.parse_ibstat(ibstat(GPUD_SOME_DOWN))["devices"]
     found = infiniband.findings(devices, 8, 400, "InfiniBand")
     assert codes(found, "error") == []
-    assert codes(found, "warning") == [("link_layer_mismatch", "mlx5_1", 1)]
+    assert codes(found, "warning") == []
     assert codes(found, "info") == [
+        ("link_layer_mismatch", "mlx5_1", 1),
         ("port_disabled", "mlx5_2", 1),
         ("port_disabled", "mlx5_7", 1),
         ("port_disabled", "mlx5_8", 1),
@@ -399,6 +417,12 @@ def test_findings_eight_ndr_ports_met():
         (GPUD_ROCE_POLLING, (None, None, None), []),
         (NCCL_TESTS_350, (1, 200, "InfiniBand"), []),
         (NCCL_TESTS_350, (2, 200, "InfiniBand"), [("active_ports_low", None, None)]),
+        # One NDR port down: an 8-port expectation fails, 7 are met.
+        (MLX5_4_DOWN, (8, 400, "InfiniBand"), [("active_ports_low", None, None)]),
+        (MLX5_4_DOWN, (7, 400, "InfiniBand"), []),
+        (ROCE_2PORT, (2, 400, "Ethernet"), []),
+        (ROCE_2PORT, (3, 400, "Ethernet"), [("active_ports_low", None, None)]),
+        (ROCE_2PORT, (2, 400, "InfiniBand"), [("active_ports_low", None, None)]),
     ],
 )
 def test_findings_errors(name, expectations, errors):
@@ -413,6 +437,8 @@ def test_findings_errors(name, expectations, errors):
         (VF_DOWN, [("port_not_active", "mlx5_7", 1)]),
         (AZURE_FLAT, [("port_not_active", "mlx5_ib0", 1)]),
         (GPUD_BLUEFIELD, []),
+        (MLX5_4_DOWN, [("port_polling", "mlx5_4", 1)]),
+        (ROCE_2PORT, []),
     ],
 )
 def test_findings_warnings(name, warnings):
@@ -460,3 +486,30 @@ def test_active_ports_counts_per_link_layer():
     assert infiniband.active_ports(devices) == 9
     assert infiniband.active_ports(devices, "InfiniBand") == 8
     assert infiniband.active_ports(devices, "Ethernet") == 1
+
+
+def test_a_two_port_roce_node_meets_its_expectation_without_remarks():
+    devices = infiniband.parse_ibstat(ibstat(ROCE_2PORT))["devices"]
+    assert [d["name"] for d in devices] == ["mlx5_0", "mlx5_3"]
+    assert infiniband.findings(devices, 2, 400, "Ethernet") == []
+
+
+def ibstat_variants():
+    spec = importlib.util.spec_from_file_location("ibstat_variants", IBSTAT / "variants.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", sorted(ibstat_variants().VARIANTS))
+def test_derived_ibstat_is_its_source_with_only_the_listed_changes(name):
+    assert ibstat(name) == ibstat_variants().make(name)
+
+
+def test_derived_ibstat_lines_are_lines_of_the_source():
+    # Every line of a derived output is a line of its capture, except the three the mlx5_4 variant sets.
+    variants = ibstat_variants().VARIANTS
+    for name, (source, _operation) in variants.items():
+        captured = set(ibstat(source).splitlines())
+        extra = [line.strip() for line in ibstat(name).splitlines() if line not in captured]
+        assert extra == (["State: Down", "Physical state: Polling", "Rate: 10"] if name == MLX5_4_DOWN else [])

@@ -247,7 +247,7 @@ def inventory_hosts(inventory, env):
             {
                 "hosts": 2,
                 "racks": {"rack_local": ["gpu-node-01", "gpu-node-02"]},
-                "profiles": {"bench_container": ["gpu-node-01", "gpu-node-02"]},
+                "profiles": {"hgx_h100_8gpu": ["gpu-node-01"], "pcie_l40s_4gpu": ["gpu-node-02"]},
             },
         ),
         (

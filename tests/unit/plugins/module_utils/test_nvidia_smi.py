@@ -192,6 +192,42 @@ QUERIES = [
             "fabric": {"state": "Completed", "status": "Success", "clique_id": None, "cluster_uuid": None},
         },
     ),
+    (
+        # The stored copy of the report lacks the PCI, memory, clock, temperature and power sections
+        # (tests/fixtures/SOURCES.md): those read as unknown, and the bus id comes from the gpu id attribute.
+        "l40s-1gpu.derived.xml",
+        "570.172.08",
+        "12.8",
+        1,
+        1,
+        {
+            "name": "NVIDIA L40S",
+            "uuid": "GPU-eaf0bc12-3996-9441-6965-b6955608929c",
+            "serial": "1651624010662",
+            "pci_bus_id": "00000000:34:00.0",
+            "pci_device_id": None,
+            "minor_number": 0,
+            "architecture": "ada",
+            "compute_capability": "8.9",
+            "vbios_version": "95.02.66.00.15",
+            "memory_total_mib": None,
+            "persistence_mode": True,
+            "mig_mode": {"current": None, "pending": None},
+            "pcie": {"gen_current": None, "gen_max": None, "width_current": None, "width_max": None, "replays": None},
+            "ecc": {
+                "mode": "Enabled",
+                "mode_pending": "Enabled",
+                "volatile": {"correctable": 0, "uncorrectable": 0},
+                "aggregate": {"correctable": 0, "uncorrectable": 0},
+            },
+            "retired_pages": {"single_bit": None, "double_bit": None, "pending": None},
+            "remapped_rows": {"correctable": 0, "uncorrectable": 0, "pending": None, "failure": None},
+            "power": {"draw_w": None, "limit_w": None, "default_limit_w": None, "max_limit_w": None},
+            "temperature": {"gpu_c": None, "memory_c": None},
+            "clock_event_reasons": [],
+            "fabric": None,
+        },
+    ),
 ]
 
 
@@ -346,6 +382,10 @@ FINDINGS = [
     ("h100-sxm-x8-565-slowdown.derived.xml", 8, [("clock_slowdown", "warning", "00000000:DB:00.0")]),
     ("h200-sxm-550-fabric-insufficient.derived.xml", 1, [("fabric_status_error", "error", "00000000:03:00.0")]),
     ("v100-pcie-32gb-460-retired-pending.derived.xml", 1, [("retired_pages_pending", "warning", "00000000:21:01.0")]),
+    ("h100-sxm-x8-565-pcie-x8.derived.xml", 8, [("pcie_link_degraded", "warning", "00000000:2A:00.0")]),
+    ("l40s-1gpu.derived.xml", 1, []),
+    ("l40s-x4.derived.xml", 4, []),
+    ("l40s-x4.derived.xml", 5, [("gpu_count_low", "error", "node")]),
 ]
 
 
@@ -361,6 +401,47 @@ def test_findings_say_what_is_wrong_errors_first():
     assert [f["severity"] for f in found] == ["error", "error", "warning"]
     assert found[0]["message"] == "nvidia-smi sees 8 GPUs; this node should have 9"
     assert "GPU 2 (00000000:3A:00.0) has row remapping pending" in found[2]["message"]
+
+
+def test_a_gpu_of_another_model_is_named():
+    query = nvidia_smi.parse_query_xml(fixture("a10g-515.xml"))
+    assert [
+        f for f in nvidia_smi.findings(query, expected_model="NVIDIA L40S") if f["code"] == "gpu_model_mismatch"
+    ] == [
+        {
+            "severity": "error",
+            "device": "00000000:00:1E.0",
+            "code": "gpu_model_mismatch",
+            "message": "GPU 0 (00000000:00:1E.0) is a NVIDIA A10G; this node should have NVIDIA L40S",
+        }
+    ]
+
+
+def test_a_link_trained_at_half_width_is_named():
+    query = nvidia_smi.parse_query_xml(fixture("h100-sxm-x8-565-pcie-x8.derived.xml"))
+    assert [d["pcie"]["width_current"] for d in query["devices"]] == [16, 8, 16, 16, 16, 16, 16, 16]
+    assert {d["pcie"]["width_max"] for d in query["devices"]} == {16}
+    (found,) = nvidia_smi.findings(query, expected_count=8)
+    assert found["message"] == "GPU 1 (00000000:2A:00.0) PCIe link runs at x8 of x16"
+
+
+def test_the_l40s_node_is_four_copies_of_the_captured_gpu():
+    query = nvidia_smi.parse_query_xml(fixture("l40s-x4.derived.xml"))
+    devices = query["devices"]
+    assert (query["driver_version"], query["attached_gpus"], len(devices)) == ("570.172.08", 4, 4)
+    assert [d["pci_bus_id"] for d in devices] == [f"00000000:{bus}:00.0" for bus in ("21", "41", "A1", "C1")]
+    assert [d["minor_number"] for d in devices] == [0, 1, 2, 3]
+    assert [d["uuid"][-4:] for d in devices] == ["929c", "929d", "929e", "929f"]
+    assert [d["serial"] for d in devices] == ["1651624010662", "1651624010663", "1651624010664", "1651624010665"]
+    assert {(d["name"], d["architecture"], d["compute_capability"]) for d in devices} == {("NVIDIA L40S", "ada", "8.9")}
+    assert nvidia_smi.findings(query, expected_count=4, expected_model="NVIDIA L40S") == []
+    # Apart from the replicated identity, every copy is the captured GPU.
+    captured = nvidia_smi.parse_query_xml(fixture("l40s-1gpu.derived.xml"))["devices"][0]
+    identity = ("index", "pci_bus_id", "minor_number", "uuid", "serial")
+    for device in devices:
+        assert {k: v for k, v in device.items() if k not in identity} == {
+            k: v for k, v in captured.items() if k not in identity
+        }
 
 
 def test_uncorrectable_counts_are_summed_over_sram_and_dram():
@@ -556,7 +637,7 @@ def test_parse_nvlink_status_of_nothing():
 # derived fixtures stay what their scripts make
 
 
-@pytest.mark.parametrize("name", ["h100-sxm-x8-565", "h200-sxm-550", "h800-i0-525"])
+@pytest.mark.parametrize("name", ["h100-sxm-x8-565", "h200-sxm-550", "h800-i0-525", "l40s-1gpu"])
 def test_derived_xml_is_the_derivation_of_its_capture(name):
     derive = script("derive_xml").derive
     assert fixture(f"{name}.derived.xml") == derive(fixture(f"{name}.q.txt"), f"{name}.q.txt")

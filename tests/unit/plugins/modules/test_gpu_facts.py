@@ -85,6 +85,12 @@ def test_h800_node_keeps_its_own_topology_and_links(run_module, command_table):
     ("query", "args", "expected"),
     [
         ("h100-sxm-x8-565-gpu3-missing.derived.xml", {"expected_count": 8}, [("gpu_count_low", "error", "node")]),
+        ("h200-sxm-550.derived.xml", {"expected_model": "NVIDIA H200"}, []),
+        (
+            "h200-sxm-550.derived.xml",
+            {"expected_model": "NVIDIA H100 80GB HBM3"},
+            [("gpu_model_mismatch", "error", "00000000:03:00.0")],
+        ),
         (
             "h100-sxm-x8-565-remap.derived.xml",
             {},
