@@ -10,8 +10,9 @@ a file the driver refused to read).
 
 from __future__ import annotations
 
-import os
 import re
+
+from ansible_collections.gpuops.bringup.plugins.module_utils.rooted import RootedReader
 
 # Port states as the kernel's sysfs (4: ACTIVE) and ibstat (Active, Initializing) spell them.
 STATES = {
@@ -46,28 +47,11 @@ class AnyReturnCode:
         return True
 
 
-class SysfsReader:
+class SysfsReader(RootedReader):
     """Reads files and directory listings under a sysfs root (default /sys); missing or unreadable -> None / []."""
 
     def __init__(self, root="/sys"):
-        self.root = root
-
-    def path(self, path):
-        return os.path.join(self.root, path.lstrip("/"))
-
-    def read(self, path):
-        try:
-            with open(self.path(path), encoding="utf-8", errors="replace") as handle:
-                return handle.read()
-        except OSError:
-            # EINVAL is what some drivers answer for rate or ndevs of a down port: treat as absent.
-            return None
-
-    def listdir(self, path):
-        try:
-            return sorted(os.listdir(self.path(path)))
-        except OSError:
-            return []
+        super().__init__(root)
 
 
 def _key(text):

@@ -138,45 +138,15 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import osinfo, repositories
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
+from ansible_collections.gpuops.bringup.plugins.module_utils.rooted import RootedReader
 
 
-class HostReader:
+class HostReader(RootedReader):
     """File and command access, rooted so unit tests can point it at a captured tree."""
 
     def __init__(self, module, root="/"):
+        super().__init__(root)
         self.module = module
-        self.root = root
-
-    def path(self, path):
-        return os.path.join(self.root, path.lstrip("/"))
-
-    def read(self, path, default=None):
-        try:
-            with open(self.path(path), encoding="utf-8", errors="replace") as handle:
-                return handle.read()
-        except OSError:
-            return default
-
-    def listdir(self, path):
-        try:
-            return sorted(os.listdir(self.path(path)))
-        except OSError:
-            return []
-
-    def exists(self, path):
-        return os.path.exists(self.path(path))
-
-    def mtime(self, path):
-        try:
-            return os.stat(self.path(path)).st_mtime
-        except OSError:
-            return None
-
-    def readonly(self, path):
-        try:
-            return bool(os.statvfs(self.path(path)).f_flag & os.ST_RDONLY)
-        except OSError:
-            return True
 
     def tool(self, name):
         return ToolRunner(self.module, name, required=False)
