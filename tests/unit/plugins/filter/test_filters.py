@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,11 @@ SYS = Path(__file__).resolve().parents[3] / "fixtures" / "os" / "debian12" / "ro
 
 
 def test_every_filter_has_its_documentation():
-    every = {**SOURCES, **KERNEL, **GPU, **hardware.FilterModule().filters()}
+    every = {}
+    for path in FILTER_DIR.glob("*.py"):
+        plugin = importlib.import_module(f"ansible_collections.gpuops.bringup.plugins.filter.{path.stem}")
+        every.update(plugin.FilterModule().filters())
+    assert {**SOURCES, **KERNEL, **GPU, **hardware.FilterModule().filters()}.keys() <= every.keys()
     assert sorted(every) == sorted(p.stem for p in FILTER_DIR.glob("*.yml"))
 
 

@@ -1,0 +1,134 @@
+"""nvidia_driver with its defaults on Debian 13 (simulated 4x L40S): the real state of the node after converge.
+
+Versions are read from the node (what the role resolved from the archive), so a Debian point release that moves
+the 535 branch does not break the tests; what must hold is that every package sits at that one version, held.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+DKMS_MODULE = "nvidia-tesla-535"
+SUFFIXES = ["", "-modeset", "-drm", "-uvm", "-peermem"]
+DRIVER_PACKAGES = [
+    "nvidia-tesla-535-kernel-dkms",
+    "firmware-nvidia-tesla-535-gsp",
+    "nvidia-tesla-535-smi",
+    "libnvidia-tesla-535-cuda1",
+    "libnvidia-tesla-535-cfg1",
+    "libnvidia-tesla-535-ml1",
+]
+CONVERGE = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"
+
+
+def version(host, package):
+    return host.check_output(f"dpkg-query -W -f '${{Version}}' {package}")
+
+
+def image_kernels(host):
+    """The kernels the node boots: those with an image under /boot (the container's running one is not)."""
+    names = host.check_output("ls /boot").split()
+    return sorted(name[len("vmlinuz-") :] for name in names if name.startswith("vmlinuz-"))
+
+
+@pytest.fixture(scope="module")
+def driver(host):
+    """The driver's upstream version, as resolved and installed."""
+    debian = version(host, "nvidia-tesla-535-kernel-dkms")
+    assert debian.startswith("535.")
+    return debian.rsplit("-", 1)[0]
+
+
+def test_dkms_installed_the_module_for_every_kernel_the_node_boots(host, driver):
+    status = host.check_output("dkms status")
+    kernels = image_kernels(host)
+    assert kernels, "the node image carries a kernel"
+    for kernel in kernels:
+        assert f"{DKMS_MODULE}/{driver}, {kernel}, x86_64: installed" in status.splitlines(), status
+
+
+def test_the_five_modules_are_under_updates_dkms(host):
+    for kernel in image_kernels(host):
+        for suffix in SUFFIXES:
+            path = f"/lib/modules/{kernel}/updates/dkms/{DKMS_MODULE}{suffix}.ko.xz"
+            assert host.file(path).is_file, path
+        # modinfo reads the module DKMS built: the driver's version, for this kernel.
+        info = host.check_output(f"modinfo /lib/modules/{kernel}/updates/dkms/{DKMS_MODULE}.ko.xz")
+        assert re.search(rf"^vermagic:\s+{re.escape(kernel)} ", info, re.MULTILINE)
+
+
+def test_every_driver_package_sits_at_the_one_resolved_version_and_is_held(host, driver):
+    held = host.check_output("apt-mark showhold").split()
+    versions = {p: version(host, p) for p in DRIVER_PACKAGES}
+    assert len(set(versions.values())) == 1, versions
+    assert next(iter(versions.values())).startswith(driver + "-")
+    for package in [*DRIVER_PACKAGES, "nvidia-persistenced"]:
+        assert package in held, package
+
+
+def test_the_headers_follow_the_held_kernel_not_the_newest_in_the_archive(host):
+    # os_baseline holds linux-image-amd64; Debian's -security suite may carry newer headers by now.
+    assert version(host, "linux-headers-amd64") == version(host, "linux-image-amd64")
+    for kernel in image_kernels(host):
+        assert host.package(f"linux-headers-{kernel}").is_installed
+
+
+def test_compute_userland_only_no_x_server(host):
+    assert not host.package("nvidia-tesla-535-driver").is_installed
+    assert not host.package("xserver-xorg-core").is_installed
+
+
+def test_nvidia_smi_in_usr_bin_comes_from_the_driver_package(host):
+    target = host.check_output("readlink -f /usr/bin/nvidia-smi")
+    assert host.check_output(f"dpkg -S {target}").startswith("nvidia-tesla-535-smi: ")
+
+
+def test_dpkg_reports_no_broken_package(host):
+    # dpkg --audit exits 0 whatever it finds: its output is the answer.
+    assert host.check_output("dpkg --audit") == ""
+
+
+def test_persistenced_is_enabled_and_not_left_failed(host):
+    service = host.service("nvidia-persistenced")
+    assert service.is_enabled
+    # It cannot start in a container (no /dev/nvidia*); a failed unit would mark the system degraded.
+    assert host.run("systemctl is-failed nvidia-persistenced").stdout.strip() != "failed"
+
+
+def verify_run(extra=None):
+    """The stage's verify phase alone (preflight runs with it), on the converged node."""
+    argv = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(CONVERGE), "--tags",
+            "nvidia_driver_verify"]  # fmt: skip
+    proc = subprocess.run(
+        argv + (extra or []),
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
+    )
+    # The YAML callback folds long messages and doubles quotes inside single-quoted strings.
+    return proc.returncode, " ".join((proc.stdout + proc.stderr).split()).replace("''", "'")
+
+
+def test_verification_reports_what_it_could_not_check_and_why(driver):
+    rc, output = verify_run()
+    assert rc == 0, output[-3000:]
+    assert f"l40s passed nvidia_driver verification: driver {driver} (nvidia-graphics-drivers-tesla-535," in output
+    assert "4 GPU(s) NVIDIA L40S [SIMULATED pcie_l40s_4gpu]" in output
+    assert "this node's kernel belongs to its container host" in output
+    assert "replayed from another machine's capture" in output
+
+
+def test_verification_fails_on_a_package_no_longer_held(host):
+    host.run_expect([0], "apt-mark unhold nvidia-persistenced")
+    try:
+        rc, output = verify_run()
+    finally:
+        host.run_expect([0], "apt-mark hold nvidia-persistenced")
+    assert rc != 0
+    assert "l40s failed nvidia_driver verification: nvidia-persistenced is not held" in output

@@ -1,0 +1,102 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The NVIDIA driver role's decisions: kernel module flavour, package plan, DKMS targets, what is in the way."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import driver_plan
+
+
+def _mapping(value, what, name):
+    if not isinstance(value, dict):
+        raise AnsibleFilterError(f"gpuops.bringup.{name} needs {what} (a mapping), got {type(value).__name__}")
+    return value
+
+
+def driver_flavor(pci, requested, branch, table, where):
+    """{flavor, reason, problem}: the kernel module flavour for the GPUs pci_facts found."""
+    if requested not in ("auto", *driver_plan.FLAVORS):
+        raise AnsibleFilterError(
+            f"gpuops.bringup.driver_flavor: requested must be auto, open or proprietary, got {requested!r}"
+        )
+    return driver_plan.choose_flavor(
+        _mapping(pci, "pci_facts' pci", "driver_flavor"),
+        str(requested),
+        str(branch),
+        _mapping(table, "the branch table", "driver_flavor"),
+        str(where),
+    )
+
+
+def driver_plan_packages(info, branch_entry, flavor, pin, companions, where, branch):
+    """{track, version, debian_version, kmod_package, dkms_module, packages, problem}: exact versions to install."""
+    return driver_plan.choose_packages(
+        _mapping(branch_entry, "the branch's table entry", "driver_plan"),
+        str(flavor),
+        str(pin or ""),
+        _mapping(info, "package_info's packages", "driver_plan"),
+        [str(c) for c in companions],
+        str(where),
+        str(branch),
+    )
+
+
+def driver_kernels(os_state, info, kernels):
+    """{targets, headers, skipped, problem}: the kernels DKMS builds for and the headers that takes."""
+    return driver_plan.kernel_targets(
+        _mapping(os_state, "os_facts' gpuops_os", "driver_kernels"),
+        _mapping(info, "package_info's packages", "driver_kernels"),
+        _mapping(kernels, "nvidia_driver_facts' kernels", "driver_kernels"),
+    )
+
+
+def driver_install_problems(plan, table, info, broken, companions, runfile):
+    """{purge, problem}: broken driver packages to purge first, or what stands in the way of the plan."""
+    return driver_plan.install_problems(
+        _mapping(table, "the branch table", "driver_install_problems"),
+        _mapping(info, "package_info's packages", "driver_install_problems"),
+        _mapping(plan, "the package plan", "driver_install_problems"),
+        [str(b) for b in broken],
+        [str(c) for c in companions],
+        bool(runfile),
+    )
+
+
+def driver_table_packages(table):
+    """Every package a branch table names (kernel module packages, firmware, userland), sorted."""
+    return driver_plan.table_packages(_mapping(table, "the branch table", "driver_table_packages"))[1]
+
+
+def driver_package_problems(wanted, info):
+    """Sentences for the packages not installed at their planned version, or not held."""
+    return driver_plan.package_problems(
+        _mapping(wanted, "the planned packages", "driver_package_problems"),
+        _mapping(info, "package_info's packages", "driver_package_problems"),
+    )
+
+
+def driver_reboot(os_state, pci_facts, loaded, plan, flavor, targets):
+    """{live, required, reasons}: whether the new driver loads now or needs a reboot."""
+    return driver_plan.reboot_plan(
+        _mapping(os_state, "os_facts' gpuops_os", "driver_reboot"),
+        _mapping(pci_facts, "pci_facts' pci", "driver_reboot"),
+        _mapping(loaded, "nvidia_driver_facts' loaded", "driver_reboot"),
+        _mapping(plan, "the package plan", "driver_reboot"),
+        str(flavor),
+        [str(t) for t in targets],
+    )
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "driver_flavor": driver_flavor,
+            "driver_plan": driver_plan_packages,
+            "driver_kernels": driver_kernels,
+            "driver_install_problems": driver_install_problems,
+            "driver_table_packages": driver_table_packages,
+            "driver_package_problems": driver_package_problems,
+            "driver_reboot": driver_reboot,
+        }

@@ -1,0 +1,423 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The NVIDIA driver role's decisions, as pure functions over facts and the role's package tables.
+
+choose_flavor() picks the kernel module flavour (open or proprietary) from the
+GPUs on the PCI bus, choose_packages() the package set and exact versions of a
+branch, kernel_targets() the kernels DKMS must build for and the headers that
+takes, install_problems() what already installed stands in the way. Each
+returns a problem message (naming the variable, the value and the fix) instead
+of raising, so preflight asserts can show it; the filters in
+plugins/filter/driver.py expose them to the role.
+
+A branch table (the role's vars/<OS>.yml) maps a branch ("535") to its
+default flavour and its tracks: package sets a source carries for that branch
+(Debian 12 has two for 535: the nvidia-graphics-drivers packages and the
+Tesla ones). Each track has kernel_modules (flavour -> {package, dkms_module}),
+firmware, and userland (packages versioned with the kernel module package).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog
+
+FLAVORS = ("open", "proprietary")
+# NVIDIA's default kernel module flavour is open from the R560 driver on (gpu_catalog cites the source).
+OPEN_DEFAULT_BRANCH = 560
+OPEN_MODULE_VALUES = (gpu_catalog.REQUIRED, gpu_catalog.SUPPORTED, gpu_catalog.UNSUPPORTED)
+
+
+def describe_gpus(gpus):
+    """ "2x Tesla V100S-PCIE-32GB (volta) at 0000:5e:00.0, 0000:d8:00.0" for a list of pci_facts GPUs."""
+    groups = {}
+    for gpu in gpus:
+        label = gpu.get("product") or gpu.get("name") or f"PCI device {gpu.get('device_id')}"
+        if gpu.get("architecture"):
+            label += f" ({gpu['architecture']})"
+        elif not gpu.get("product"):
+            label += f" ({gpu.get('device_id')}, not in the GPU catalog)"
+        groups.setdefault(label, []).append(gpu.get("address", "?"))
+    return "; ".join(f"{len(addresses)}x {label} at {', '.join(addresses)}" for label, addresses in groups.items())
+
+
+def offered_flavors(branch_entry):
+    """The flavours any track of a branch carries, open first."""
+    offered = set()
+    for track in branch_entry.get("tracks", []):
+        offered.update(track.get("kernel_modules", {}))
+    return [f for f in FLAVORS if f in offered]
+
+
+def branches_with(table, flavor):
+    return sorted((b for b, entry in table.items() if flavor in offered_flavors(entry)), key=int)
+
+
+def choose_flavor(pci, requested, branch, table, where):
+    """{flavor, reason, problem} for nvidia_driver_flavor (auto, open, proprietary) on a node with pci_facts pci.
+
+    table: the source's branches for this OS; where: how messages name the source ("Debian 13's own packages").
+    """
+    gpus = pci.get("gpus") or []
+    aggregate = pci.get("open_modules") or "none"
+    entry = table.get(branch, {})
+    offered = offered_flavors(entry)
+    by_support = {value: [g for g in gpus if g.get("open_modules") == value] for value in OPEN_MODULE_VALUES}
+    unknown = [g for g in gpus if g.get("open_modules") not in OPEN_MODULE_VALUES]
+    result = {"flavor": None, "reason": "", "problem": None}
+
+    retired = []
+    for gpu in gpus:
+        last = (gpu_catalog.lookup(pci_device_id=gpu.get("device_id")) or {}).get("last_driver_branch")
+        if last and int(branch) > int(last):
+            retired.append((gpu, last))
+    if retired:
+        result["problem"] = (
+            f'nvidia_driver_branch is "{branch}" but {describe_gpus([g for g, _l in retired])} are supported only '
+            f'up to driver branch {retired[0][1]}. Fix: nvidia_driver_branch: "{retired[0][1]}" or older.'
+        )
+        return result
+
+    if requested == "auto":
+        if aggregate == "mixed":
+            result["problem"] = (
+                f"nvidia_driver_flavor is auto but no kernel module flavour drives every GPU of this node: "
+                f"{describe_gpus(by_support[gpu_catalog.REQUIRED])} need the open modules, and "
+                f"{describe_gpus(by_support[gpu_catalog.UNSUPPORTED])} cannot use them. Fix: one GPU generation per "
+                f"node (move the GPUs), since one driver serves them all."
+            )
+            return result
+        if aggregate == "unknown":
+            result["problem"] = (
+                f"nvidia_driver_flavor is auto but the GPUs {describe_gpus(unknown)} are not in the collection's GPU "
+                f"catalog, so the role cannot tell whether they need the open or the proprietary kernel modules. "
+                f"Fix: set nvidia_driver_flavor: open or proprietary for this host (NVIDIA's table: the Compatible "
+                f"GPUs of NVIDIA/open-gpu-kernel-modules README.md), or add the GPU to "
+                f"plugins/module_utils/gpu_catalog.py."
+            )
+            return result
+        if aggregate == gpu_catalog.REQUIRED:
+            flavor = "open"
+            reason = f"{describe_gpus(by_support[gpu_catalog.REQUIRED])} run only on the open kernel modules"
+        elif aggregate == gpu_catalog.UNSUPPORTED:
+            flavor = "proprietary"
+            reason = f"{describe_gpus(by_support[gpu_catalog.UNSUPPORTED])} cannot use the open kernel modules"
+        elif aggregate == gpu_catalog.SUPPORTED:
+            flavor = "open" if int(branch) >= OPEN_DEFAULT_BRANCH else "proprietary"
+            reason = (
+                f"the GPUs ({describe_gpus(gpus)}) take either flavour, and NVIDIA's default for branch {branch} is "
+                f"{flavor} (open from R{OPEN_DEFAULT_BRANCH} on)"
+            )
+        else:
+            flavor = entry.get("default_flavor", "proprietary")
+            reason = f"no NVIDIA GPU on the PCI bus: branch {branch}'s default"
+    else:
+        flavor = requested
+        reason = f"nvidia_driver_flavor is {requested}"
+        if requested == "open" and by_support[gpu_catalog.UNSUPPORTED]:
+            result["problem"] = (
+                f"nvidia_driver_flavor is open but {describe_gpus(by_support[gpu_catalog.UNSUPPORTED])} cannot use "
+                f"NVIDIA's open kernel modules (Volta and older GPUs need the proprietary ones). "
+                f"Fix: nvidia_driver_flavor: proprietary (or auto, which picks it)."
+            )
+            return result
+        if requested == "proprietary" and by_support[gpu_catalog.REQUIRED]:
+            result["problem"] = (
+                f"nvidia_driver_flavor is proprietary but {describe_gpus(by_support[gpu_catalog.REQUIRED])} run only "
+                f"on NVIDIA's open kernel modules (Blackwell, Grace Hopper). "
+                f"Fix: nvidia_driver_flavor: open (or auto, which picks it)."
+            )
+            return result
+
+    if flavor not in offered:
+        alternatives = [b for b in branches_with(table, flavor) if b != branch]
+        other = f'nvidia_driver_branch: "{alternatives[0]}" (which has them), or ' if alternatives else ""
+        if requested == "auto":
+            lead = f"nvidia_driver_flavor is auto and picks the {flavor} kernel modules ({reason}), but"
+        else:
+            lead = f"nvidia_driver_flavor is {flavor} but"
+        result["problem"] = (
+            f"{lead} {where} have no {flavor} kernel modules for branch {branch} (nvidia_driver_branch: "
+            f'"{branch}" offers {", ".join(offered) or "none"}). Fix: {other}'
+            f"nvidia_driver_source: cuda_repo for NVIDIA's own packages (the collection's next release)"
+            f"{'' if requested == 'auto' else ', or nvidia_driver_flavor: auto'}."
+        )
+        return result
+    result.update(flavor=flavor, reason=reason)
+    return result
+
+
+def _track_versions(track, flavor, info):
+    """Debian versions every package of a track's set (kernel modules, firmware, userland) has, newest first."""
+    names = [track["kernel_modules"][flavor]["package"], track["firmware"], *track.get("userland", [])]
+    common = None
+    for name in names:
+        entry = info.get(name) or {}
+        versions = set(entry.get("available") or [])
+        if entry.get("installed"):
+            versions.add(entry["installed"])
+        common = versions if common is None else common & versions
+    ordered = []
+    while common:
+        best = apt.newest(common)
+        ordered.append(best)
+        common.discard(best)
+    return names, ordered
+
+
+def choose_packages(branch_entry, flavor, pin, info, companions, where, branch):
+    """The package plan for a branch and flavour, or a problem.
+
+    info: package_info's packages; companions: packages the driver needs but Debian versions separately
+    (nvidia-persistenced), pinned to the installed version, else the candidate. Returns {track, version (upstream),
+    debian_version, kmod_package, dkms_module, packages (name -> Debian version), steps (apt name=version
+    specs: kernel_modules, the kernel module and firmware packages, then userland), problem}.
+    """
+    result = {
+        "track": None,
+        "version": None,
+        "debian_version": None,
+        "kmod_package": None,
+        "dkms_module": None,
+        "packages": {},
+        "steps": {"kernel_modules": [], "userland": []},
+        "problem": None,
+    }
+    options = []
+    carried = []
+    missing = []
+    for track in branch_entry.get("tracks", []):
+        if flavor not in track.get("kernel_modules", {}):
+            continue
+        names, versions = _track_versions(track, flavor, info)
+        missing.extend(n for n in names if not (info.get(n) or {}).get("available") and n not in missing)
+        carried.extend(f"{apt.upstream_version(v)} ({track['name']})" for v in versions)
+        if pin:
+            versions = [v for v in versions if apt.upstream_version(v) == pin]
+        if versions:
+            kmod = track["kernel_modules"][flavor]["package"]
+            installed = (info.get(kmod) or {}).get("installed")
+            chosen = installed if installed in versions and not (info.get(kmod) or {}).get("broken") else versions[0]
+            options.append((installed in versions, chosen, track, names))
+    if not options:
+        if missing and not carried:
+            tracks = [t for t in branch_entry["tracks"] if flavor in t["kernel_modules"]]
+            kmods = [t["kernel_modules"][flavor]["package"] for t in tracks]
+            named = [n for n in missing if n in kmods] or missing
+            extra = len(missing) - len(named)
+            more = f" (nor of {extra} more packages of the set)" if extra else ""
+            result["problem"] = (
+                f"{where} carry no version of {', '.join(named)}{more} (branch {branch}, {flavor} kernel modules): "
+                f"the OS sources lack Debian's contrib, non-free and non-free-firmware components, or the package "
+                f"index is out of date. Fix: let os_baseline (stage 1) write the OS sources "
+                f"(os_baseline_manage_os_sources: true, the default), or add those components to the sources "
+                f"yourself, and run again."
+            )
+        elif pin:
+            result["problem"] = (
+                f"nvidia_driver_version is {pin}, which {where} do not carry for branch {branch} with the {flavor} "
+                f"kernel modules (they carry {', '.join(carried) or 'nothing'}). Fix: one of those, or "
+                f'nvidia_driver_version: "" for the newest.'
+            )
+        else:
+            result["problem"] = (
+                f"{where} carry no version common to every package of branch {branch} ({flavor} kernel modules): "
+                f"the sources are half updated (a mirror in the middle of a sync?). Fix: run again once the sources "
+                f"are consistent."
+            )
+        return result
+    # The installed track and version first (resolved once, then held), else the newest version of any track.
+    options.sort(key=lambda o: o[0], reverse=True)
+    if not options[0][0]:
+        best = apt.newest([o[1] for o in options])
+        options = [o for o in options if o[1] == best]
+    _installed, chosen, track, names = options[0]
+    packages = dict.fromkeys(names, chosen)
+    for name in companions:
+        entry = info.get(name) or {}
+        version = entry.get("installed") if not entry.get("broken") else None
+        version = version or entry.get("candidate")
+        if not version:
+            result["problem"] = (
+                f"{where} carry no version of {name}, which the driver needs. Fix: add Debian's contrib component to "
+                f"the OS sources (os_baseline writes it), or set nvidia_driver_persistenced: false."
+            )
+            return result
+        packages[name] = version
+    kmod = track["kernel_modules"][flavor]
+    first = [kmod["package"], track["firmware"]]
+    result["steps"] = {
+        "kernel_modules": [f"{n}={packages[n]}" for n in first],
+        "userland": [f"{n}={v}" for n, v in packages.items() if n not in first],
+    }
+    result.update(
+        track=track["name"],
+        version=apt.upstream_version(chosen),
+        debian_version=chosen,
+        kmod_package=kmod["package"],
+        dkms_module=kmod["dkms_module"],
+        packages=packages,
+    )
+    return result
+
+
+def kernel_targets(os_state, info, kernels):
+    """The kernels DKMS builds for, the headers packages that takes, and the kernels it cannot build for.
+
+    os_state: os_facts' gpuops_os; info: package_info's packages (linux-headers-<k> for each kernel, and the
+    linux-image-<flavour> / linux-headers-<flavour> meta-packages); kernels: nvidia_driver_facts' kernels.
+    Returns {targets, headers (apt specs: name, or name=version for a meta-package), skipped ([{kernel, reason,
+    note}], note a sentence for a report), problem}.
+    A kernel with a build tree already (/lib/modules/<k>/build) needs no package; the headers meta-package follows
+    the installed image meta-package's version, so the next kernel update brings its headers along.
+    """
+    kernel = os_state["kernel"]
+    installed = list(kernel.get("installed") or [])
+    running = kernel.get("running")
+    targets, headers, skipped = [], [], []
+    for version in installed + ([running] if running and running not in installed else []):
+        package = f"linux-headers-{version}"
+        entry = info.get(package) or {}
+        if (kernels.get(version) or {}).get("headers"):
+            targets.append(version)
+        elif entry.get("installed") or entry.get("candidate"):
+            targets.append(version)
+            headers.append(package)
+        elif version == running and version not in installed:
+            skipped.append(
+                {
+                    "kernel": version,
+                    "reason": "the running kernel: no installed package provides it (a container host's or a "
+                    "hand-built kernel) and it has no build tree here",
+                }
+            )
+        else:
+            skipped.append(
+                {"kernel": version, "reason": f"installed, but {package} is in none of the configured sources"}
+            )
+    for meta in (kernel.get("packages") or {}).get("meta", []):
+        if not meta.startswith("linux-image-"):
+            continue
+        image_version = (info.get(meta) or {}).get("installed")
+        package = "linux-headers-" + meta[len("linux-image-") :]
+        entry = info.get(package) or {}
+        carried = image_version in (entry.get("available") or []) or entry.get("installed") == image_version
+        if image_version and carried:
+            headers.append(f"{package}={image_version}")
+    problem = None
+    newest = kernel.get("newest")
+    if not targets:
+        problem = (
+            "this node has no kernel DKMS can build the driver for (installed: "
+            f"{', '.join(installed) or 'none'}; running: {running}): "
+            + "; ".join(f"{s['kernel']}: {s['reason']}" for s in skipped)
+            + ". Fix: install the distribution kernel and its headers (Debian: linux-image-amd64 and "
+            "linux-headers-amd64) from the configured sources."
+        )
+    elif newest and newest not in targets:
+        problem = (
+            f"kernel {newest}, the one this node boots next, has no headers in the configured sources "
+            f"(linux-headers-{newest}), so DKMS cannot build the driver for it and the node would boot without one. "
+            f"Fix: add the archive that carries linux-headers-{newest} (Debian: the -security and -updates suites), "
+            f"or remove that kernel."
+        )
+    for entry in skipped:
+        entry["note"] = f"a DKMS build for kernel {entry['kernel']} ({entry['reason']})"
+    return {"targets": targets, "headers": headers, "skipped": skipped, "problem": problem}
+
+
+def package_problems(wanted, info):
+    """Sentences for the packages of wanted (name -> Debian version) not installed at that version, or not held."""
+    problems = []
+    for name, version in wanted.items():
+        entry = info.get(name) or {}
+        if entry.get("installed") != version:
+            problems.append(f"{name} is {entry.get('installed') or 'not installed'}, not {version}")
+        elif not entry.get("held"):
+            problems.append(f"{name} is not held")
+    return problems
+
+
+def table_packages(table):
+    """Every package name a branch table mentions: (kernel module packages, all packages)."""
+    kmods, names = set(), set()
+    for entry in table.values():
+        for track in entry.get("tracks", []):
+            for module in track.get("kernel_modules", {}).values():
+                kmods.add(module["package"])
+            names.add(track["firmware"])
+            names.update(track.get("userland", []))
+    return sorted(kmods), sorted(kmods | names)
+
+
+def install_problems(table, info, plan, broken, companions, runfile):
+    """What stands in the way of installing plan: {purge (broken driver packages to purge first), problem}.
+
+    broken: os_facts' packages.broken. A half-configured driver package is what a failed earlier run left behind
+    (a DKMS build that failed inside its postinst): the install purges it. Any other broken package, another NVIDIA
+    driver installed, or one from NVIDIA's .run installer is a problem: changing an installed driver is the upgrade
+    path, which this role does not do yet.
+    """
+    kmods, known = table_packages(table)
+    known = set(known) | set(companions)
+    purge = sorted(n for n in broken if n in known)
+    foreign = sorted(n for n in broken if n not in known)
+    result = {"purge": purge, "problem": None}
+    if foreign:
+        result["problem"] = (
+            f"dpkg has left {', '.join(foreign)} half-installed or half-configured, and apt refuses to install "
+            f"anything until that is fixed. Fix: repair them by hand (dpkg --configure -a, or apt-get purge "
+            f"{' '.join(foreign)}), then run again."
+        )
+        return result
+    if runfile:
+        result["problem"] = (
+            "a driver installed with NVIDIA's .run installer is on this node (/usr/bin/nvidia-uninstall): it "
+            "conflicts with packaged drivers. Fix: remove it with nvidia-uninstall, reboot, then run again."
+        )
+        return result
+    others = []
+    for name in kmods:
+        entry = info.get(name) or {}
+        if not entry.get("installed") or entry.get("broken"):
+            continue
+        if name != plan["kmod_package"] or entry["installed"] != plan["debian_version"]:
+            others.append(f"{name} {entry['installed']}")
+    if others:
+        result["problem"] = (
+            f"another NVIDIA driver is installed ({', '.join(others)}); the plan is {plan['kmod_package']} "
+            f"{plan['debian_version']} (driver {plan['version']}). Changing an installed driver's branch, version or "
+            f"flavour is the upgrade path (drain, stop GPU services, reload or reboot), which this collection adds "
+            f"in its next release. Fix: set nvidia_driver_branch, nvidia_driver_version and nvidia_driver_flavor "
+            f"to the installed driver, or remove it first (apt-mark unhold, apt-get purge) and reboot."
+        )
+    return result
+
+
+def reboot_plan(os_state, pci_facts, loaded, plan, flavor, targets):
+    """Whether the new driver comes up live or needs a reboot: {live, required, reasons}.
+
+    Only a node that runs its own kernel (os_facts capabilities.own_kernel) and has GPUs loads the driver. It needs
+    a reboot when nouveau holds the GPUs, another NVIDIA module (version or flavour) is loaded, the running kernel
+    is not one DKMS builds for (targets), or the node may not load modules now; otherwise the driver is loaded live
+    (live), or is already. loaded: nvidia_driver_facts' loaded.
+    """
+    caps = os_state.get("capabilities") or {}
+    kernel = os_state.get("kernel") or {}
+    if not caps.get("own_kernel") or not (pci_facts.get("gpus") or []):
+        return {"live": False, "required": False, "reasons": []}
+    reasons = []
+    if (os_state.get("kernel_modules") or {}).get("nouveau") == "loaded":
+        reasons.append("nouveau is loaded and holds the GPUs")
+    version = loaded.get("version")
+    if version and (version != plan["version"] or loaded.get("flavor") not in (None, flavor)):
+        reasons.append(
+            f"the loaded NVIDIA module is {version} ({loaded.get('flavor') or 'flavour unknown'}), "
+            f"not {plan['version']} ({flavor})"
+        )
+    if kernel.get("running") not in targets:
+        reasons.append(
+            f"the running kernel {kernel.get('running')} is not one DKMS builds for ({', '.join(targets) or 'none'})"
+        )
+    if not caps.get("modules_loadable") and not version:
+        reasons.append("this node may not load kernel modules now (no CAP_SYS_MODULE)")
+    return {"live": not reasons, "required": bool(reasons), "reasons": reasons}

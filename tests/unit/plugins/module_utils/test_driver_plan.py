@@ -1,0 +1,425 @@
+"""The driver role's decisions on real inputs: pci_facts over lspci captures (tests/fixtures/pci), apt-cache policy
+captured in the bench's Debian 12 and 13 containers (tests/fixtures/apt), and the role's own package tables.
+
+Cases that need GPUs the bench has no simulated node for (a GPU mix no single flavour drives, a GPU the catalog does
+not know) are decided here, on edited copies of real lspci lines.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, driver_plan, pci
+
+ROOT = Path(__file__).resolve().parents[4]
+FIXTURES = ROOT / "tests" / "fixtures"
+VARS = ROOT / "roles" / "nvidia_driver" / "vars"
+TRIXIE = yaml.safe_load((VARS / "Debian-13.yml").read_text())["__nvidia_driver_distribution"]
+BOOKWORM = yaml.safe_load((VARS / "Debian-12.yml").read_text())["__nvidia_driver_distribution"]
+TESLA_13 = "535.274.02-1~deb13u1"
+PERSISTENCED = ["nvidia-persistenced"]
+
+
+def gpus(*captures, edit=None):
+    text = "".join((FIXTURES / "pci" / c).read_text() for c in captures)
+    if edit:
+        text = edit(text)
+    return pci.inventory(pci.parse_lspci_nn(text))
+
+
+L40S = gpus("pcie-l40s-x4.derived.txt")
+V100S = gpus("satishdotpatel-v100s-x2.lspci-nn-nvidia.txt")
+B200 = gpus("nvidia-b200-x8-cx7.derived.txt")
+H100 = gpus("hgx-h100-x8-cx7.derived.txt")
+NONE = pci.inventory([])
+
+
+def info(policy, installed=True, **changes):
+    """package_info's packages from a captured apt-cache policy; installed=False forgets what was installed."""
+    table = {}
+    for name, entry in apt.parse_apt_policy((FIXTURES / "apt" / policy).read_text()).items():
+        table[name] = {
+            "installed": entry["installed"] if installed else None,
+            "held": False,
+            "broken": False,
+            "candidate": entry["candidate"],
+            "available": [v["version"] for v in entry["versions"] if v["downloadable"]],
+        }
+    for name, values in changes.items():
+        table.setdefault(name.replace("_", "-"), {}).update(values)
+    return table
+
+
+TRIXIE_FRESH = info("trixie-tesla-535-installed.policy.txt", installed=False)
+BOOKWORM_FRESH = info("bookworm-fresh.policy.txt")
+
+
+def flavor(pci_facts, requested="auto", branch="535", source=TRIXIE):
+    return driver_plan.choose_flavor(pci_facts, requested, branch, source["branches"], source["where"])
+
+
+def one_line(text):
+    return " ".join(text.split())
+
+
+# --- flavour -----------------------------------------------------------------------------------------------------
+
+
+def test_l40s_on_branch_535_take_the_proprietary_modules_nvidia_defaults_to_before_r560():
+    result = flavor(L40S)
+    assert (result["flavor"], result["problem"]) == ("proprietary", None)
+    assert "4x NVIDIA L40S (ada) at 0000:21:00.0, 0000:41:00.0, 0000:a1:00.0, 0000:c1:00.0" in result["reason"]
+    assert "NVIDIA's default for branch 535 is proprietary (open from R560 on)" in result["reason"]
+
+
+def test_gpus_that_take_either_flavour_get_open_from_r560():
+    table = {"580": {"default_flavor": "open", "tracks": [{"name": "t", "kernel_modules": {"open": {}}}]}}
+    result = driver_plan.choose_flavor(H100, "auto", "580", table, "a source")
+    assert result["flavor"] == "open"
+
+
+def test_volta_takes_the_proprietary_modules():
+    assert flavor(V100S)["flavor"] == "proprietary"
+
+
+def test_open_modules_on_a_pre_turing_gpu_is_refused_naming_the_gpus():
+    result = flavor(V100S, "open", "550")
+    assert result["flavor"] is None
+    assert result["problem"] == (
+        "nvidia_driver_flavor is open but 2x Tesla V100S-PCIE-32GB (volta) at 0000:5e:00.0, 0000:d8:00.0 cannot use "
+        "NVIDIA's open kernel modules (Volta and older GPUs need the proprietary ones). "
+        "Fix: nvidia_driver_flavor: proprietary (or auto, which picks it)."
+    )
+
+
+def test_blackwell_needs_open_modules_which_debian_13s_535_branch_lacks():
+    result = flavor(B200)
+    assert result["flavor"] is None
+    assert one_line(result["problem"]) == (
+        "nvidia_driver_flavor is auto and picks the open kernel modules (8x NVIDIA B200 (blackwell) at 0000:1b:00.0, "
+        "0000:43:00.0, 0000:52:00.0, 0000:61:00.0, 0000:9d:00.0, 0000:c3:00.0, 0000:d1:00.0, 0000:df:00.0 run only "
+        "on the open kernel modules), but Debian 13's own packages have no open kernel modules for branch 535 "
+        '(nvidia_driver_branch: "535" offers proprietary). Fix: nvidia_driver_branch: "550" (which has them), or '
+        "nvidia_driver_source: cuda_repo for NVIDIA's own packages (the collection's next release)."
+    )
+    assert flavor(B200, branch="550")["flavor"] == "open"
+
+
+def test_proprietary_modules_on_blackwell_is_refused():
+    result = flavor(B200, "proprietary", "550")
+    assert "nvidia_driver_flavor is proprietary but 8x NVIDIA B200 (blackwell)" in result["problem"]
+    assert "Fix: nvidia_driver_flavor: open (or auto, which picks it)." in result["problem"]
+
+
+def test_open_modules_where_the_branch_has_none():
+    result = flavor(L40S, "open")
+    assert result["problem"] == (
+        "nvidia_driver_flavor is open but Debian 13's own packages have no open kernel modules for branch 535 "
+        '(nvidia_driver_branch: "535" offers proprietary). Fix: nvidia_driver_branch: "550" (which has them), or '
+        "nvidia_driver_source: cuda_repo for NVIDIA's own packages (the collection's next release), or "
+        "nvidia_driver_flavor: auto."
+    )
+    assert flavor(L40S, "open", source=BOOKWORM)["flavor"] == "open"
+
+
+def test_a_gpu_mix_no_flavour_drives_is_refused():
+    mixed = gpus("nvidia-b200-x8-cx7.derived.txt", "satishdotpatel-v100s-x2.lspci-nn-nvidia.txt")
+    assert mixed["open_modules"] == "mixed"
+    result = flavor(mixed, branch="550")
+    assert "no kernel module flavour drives every GPU of this node: 8x NVIDIA B200 (blackwell)" in result["problem"]
+    assert "and 2x Tesla V100S-PCIE-32GB (volta) at 0000:5e:00.0, 0000:d8:00.0 cannot use them" in result["problem"]
+
+
+def test_a_gpu_the_catalog_does_not_know_is_refused_with_auto_and_accepted_when_named():
+    # An edited copy: one L40S line's device id changed to one the catalog does not list.
+    unknown = gpus("pcie-l40s-x4.derived.txt", edit=lambda t: t.replace("[10de:26b9]", "[10de:26ff]", 1))
+    assert unknown["open_modules"] == "unknown"
+    result = flavor(unknown)
+    assert "the GPUs 1x AD102GL [L40S] (0x26ff, not in the GPU catalog) at 0000:21:00.0" in result["problem"]
+    assert "Fix: set nvidia_driver_flavor: open or proprietary for this host" in result["problem"]
+    assert flavor(unknown, "proprietary")["flavor"] == "proprietary"
+
+
+def test_no_gpu_takes_the_branch_default():
+    result = flavor(NONE)
+    assert (result["flavor"], result["reason"]) == ("proprietary", "no NVIDIA GPU on the PCI bus: branch 535's default")
+
+
+def test_a_branch_past_a_gpus_last_one_is_refused():
+    table = {"590": {"default_flavor": "open", "tracks": []}}
+    result = driver_plan.choose_flavor(V100S, "auto", "590", table, "a source")
+    assert result["problem"] == (
+        'nvidia_driver_branch is "590" but 2x Tesla V100S-PCIE-32GB (volta) at 0000:5e:00.0, 0000:d8:00.0 are '
+        'supported only up to driver branch 580. Fix: nvidia_driver_branch: "580" or older.'
+    )
+
+
+# --- packages ----------------------------------------------------------------------------------------------------
+
+
+def plan(source, branch, flavour, table, pin="", companions=None):
+    companions = PERSISTENCED if companions is None else companions
+    return driver_plan.choose_packages(
+        source["branches"][branch], flavour, pin, table, companions, source["where"], branch
+    )
+
+
+def test_debian_13_branch_535_resolves_to_the_tesla_packages_pinned_and_persistenced_apart():
+    result = plan(TRIXIE, "535", "proprietary", TRIXIE_FRESH)
+    assert result["problem"] is None
+    assert (result["track"], result["version"], result["debian_version"]) == (
+        "nvidia-graphics-drivers-tesla-535",
+        "535.274.02",
+        TESLA_13,
+    )
+    assert (result["kmod_package"], result["dkms_module"]) == ("nvidia-tesla-535-kernel-dkms", "nvidia-tesla-535")
+    assert result["steps"] == {
+        "kernel_modules": [f"nvidia-tesla-535-kernel-dkms={TESLA_13}", f"firmware-nvidia-tesla-535-gsp={TESLA_13}"],
+        "userland": [
+            f"nvidia-tesla-535-smi={TESLA_13}",
+            f"libnvidia-tesla-535-cuda1={TESLA_13}",
+            f"libnvidia-tesla-535-cfg1={TESLA_13}",
+            f"libnvidia-tesla-535-ml1={TESLA_13}",
+            "nvidia-persistenced=550.163.01-1",
+        ],
+    }
+    # Never the X/GLX metapackage.
+    assert not [p for p in result["packages"] if p.endswith("-driver")]
+
+
+def test_an_exact_version_pin_must_be_carried():
+    assert plan(TRIXIE, "535", "proprietary", TRIXIE_FRESH, pin="535.274.02")["debian_version"] == TESLA_13
+    result = plan(TRIXIE, "535", "proprietary", TRIXIE_FRESH, pin="535.288.01")
+    assert result["problem"] == (
+        "nvidia_driver_version is 535.288.01, which Debian 13's own packages do not carry for branch 535 with the "
+        "proprietary kernel modules (they carry 535.274.02 (nvidia-graphics-drivers-tesla-535)). Fix: one of those, "
+        'or nvidia_driver_version: "" for the newest.'
+    )
+
+
+def test_debian_12_without_a_pin_takes_the_newest_535_of_both_package_sets():
+    result = plan(BOOKWORM, "535", "proprietary", BOOKWORM_FRESH)
+    assert (result["track"], result["debian_version"]) == ("nvidia-graphics-drivers", "535.309.01-0+deb12u1")
+    assert result["packages"]["nvidia-smi"] == "535.309.01-0+deb12u1"
+    assert result["packages"]["nvidia-persistenced"] == "535.171.04-1~deb12u1"
+
+
+def test_debian_12_pin_picks_the_package_set_that_carries_it():
+    result = plan(BOOKWORM, "535", "proprietary", BOOKWORM_FRESH, pin="535.216.03")
+    assert result["track"] == "nvidia-graphics-drivers-tesla-535"
+    assert result["kmod_package"] == "nvidia-tesla-535-kernel-dkms"
+    older = plan(BOOKWORM, "535", "proprietary", BOOKWORM_FRESH, pin="535.261.03")
+    assert (older["track"], older["debian_version"]) == ("nvidia-graphics-drivers", "535.261.03-1")
+
+
+def test_debian_12_open_modules_pin_the_userland_to_the_open_packages_version():
+    result = plan(BOOKWORM, "535", "open", BOOKWORM_FRESH)
+    assert (result["kmod_package"], result["dkms_module"]) == ("nvidia-open-kernel-dkms", "nvidia-current-open")
+    # nvidia-smi 535.309.01 is the candidate, but the open modules exist only at 535.261.03.
+    assert result["packages"]["nvidia-smi"] == "535.261.03-1"
+    assert result["packages"]["firmware-nvidia-gsp"] == "535.261.03-1"
+
+
+def test_the_installed_version_stays_without_a_pin_once_resolved():
+    table = copy.deepcopy(BOOKWORM_FRESH)
+    for name in ["nvidia-tesla-535-kernel-dkms", "firmware-nvidia-tesla-535-gsp", "nvidia-tesla-535-smi",
+                 "libnvidia-tesla-535-cuda1", "libnvidia-tesla-535-cfg1", "libnvidia-tesla-535-ml1"]:  # fmt: skip
+        table[name]["installed"] = "535.216.03-3~deb12u1"
+    result = plan(BOOKWORM, "535", "proprietary", table)
+    assert (result["track"], result["version"]) == ("nvidia-graphics-drivers-tesla-535", "535.216.03")
+
+
+def test_sources_without_non_free_carry_nothing():
+    result = plan(TRIXIE, "535", "proprietary", {})
+    assert result["problem"].startswith(
+        "Debian 13's own packages carry no version of nvidia-tesla-535-kernel-dkms (nor of 5 more packages of the "
+        "set) (branch 535, proprietary kernel modules): the OS sources lack Debian's contrib, non-free and "
+        "non-free-firmware components"
+    )
+
+
+def test_a_missing_persistenced_is_a_problem_unless_turned_off():
+    table = {k: v for k, v in TRIXIE_FRESH.items() if k != "nvidia-persistenced"}
+    assert "set nvidia_driver_persistenced: false" in plan(TRIXIE, "535", "proprietary", table)["problem"]
+    assert plan(TRIXIE, "535", "proprietary", table, companions=[])["problem"] is None
+
+
+def test_sources_half_synced_have_no_common_version():
+    table = info("trixie-tesla-535-installed.policy.txt", installed=False)
+    table["nvidia-tesla-535-smi"]["available"] = ["535.288.01-1~deb13u1"]
+    assert (
+        "carry no version common to every package of branch 535" in plan(TRIXIE, "535", "proprietary", table)["problem"]
+    )
+
+
+# --- kernels -----------------------------------------------------------------------------------------------------
+
+CONTAINER = {
+    "kernel": {
+        "running": "6.18.44-fc-v509",
+        "installed": ["6.12.117+deb13-amd64"],
+        "newest": "6.12.117+deb13-amd64",
+        "packages": {"running": [], "meta": ["linux-image-amd64"]},
+    }
+}
+
+
+def test_a_container_builds_for_its_image_kernel_and_reports_the_hosts_kernel():
+    table = info("trixie-tesla-535-installed.policy.txt", installed=False)
+    table["linux-image-amd64"]["installed"] = "6.12.117-1"
+    result = driver_plan.kernel_targets(CONTAINER, table, {})
+    assert result["targets"] == ["6.12.117+deb13-amd64"]
+    # The headers meta-package follows the held image meta-package (6.12.117-1), not the newer candidate 6.12.118-1.
+    assert result["headers"] == ["linux-headers-6.12.117+deb13-amd64", "linux-headers-amd64=6.12.117-1"]
+    assert [s["kernel"] for s in result["skipped"]] == ["6.18.44-fc-v509"]
+    assert result["skipped"][0]["note"].startswith("a DKMS build for kernel 6.18.44-fc-v509 (the running kernel")
+    assert result["problem"] is None
+
+
+def test_a_hand_built_running_kernel_with_its_build_tree_is_a_target():
+    kernels = {"6.18.44-fc-v509": {"headers": True}}
+    result = driver_plan.kernel_targets(CONTAINER, TRIXIE_FRESH, kernels)
+    assert result["targets"] == ["6.12.117+deb13-amd64", "6.18.44-fc-v509"]
+    assert result["skipped"] == []
+
+
+def test_the_kernel_booted_next_without_headers_is_refused():
+    state = copy.deepcopy(CONTAINER)
+    state["kernel"]["installed"].append("6.12.119+deb13-amd64")
+    state["kernel"]["newest"] = "6.12.119+deb13-amd64"
+    result = driver_plan.kernel_targets(state, TRIXIE_FRESH, {})
+    assert result["problem"].startswith(
+        "kernel 6.12.119+deb13-amd64, the one this node boots next, has no headers in the configured sources "
+        "(linux-headers-6.12.119+deb13-amd64)"
+    )
+
+
+def test_a_node_without_a_kernel_to_build_for_is_refused():
+    state = copy.deepcopy(CONTAINER)
+    state["kernel"].update(installed=[], newest="")
+    result = driver_plan.kernel_targets(state, TRIXIE_FRESH, {})
+    assert result["targets"] == []
+    assert result["problem"].startswith("this node has no kernel DKMS can build the driver for (installed: none;")
+
+
+# --- what stands in the way --------------------------------------------------------------------------------------
+
+
+def obstacles(table, broken=(), runfile=False):
+    result = plan(TRIXIE, "535", "proprietary", TRIXIE_FRESH)
+    return driver_plan.install_problems(TRIXIE["branches"], table, result, list(broken), PERSISTENCED, runfile)
+
+
+def test_a_half_configured_driver_package_left_by_a_failed_run_is_purged_first():
+    table = info("trixie-tesla-535-installed.policy.txt", installed=False)
+    table["nvidia-open-kernel-dkms"].update(installed="550.163.01-2", broken=True)
+    result = obstacles(table, broken=["nvidia-open-kernel-dkms"])
+    assert result == {"purge": ["nvidia-open-kernel-dkms"], "problem": None}
+
+
+def test_another_broken_package_must_be_repaired_by_hand():
+    result = obstacles(TRIXIE_FRESH, broken=["libc-bin"])
+    assert result["problem"].startswith("dpkg has left libc-bin half-installed or half-configured")
+
+
+def test_a_run_file_driver_is_refused():
+    assert "NVIDIA's .run installer" in obstacles(TRIXIE_FRESH, runfile=True)["problem"]
+
+
+def test_another_installed_driver_is_the_upgrade_path():
+    table = info("trixie-tesla-535-installed.policy.txt", installed=False)
+    table["nvidia-kernel-dkms"]["installed"] = "550.163.01-2"
+    result = obstacles(table)
+    assert result["problem"].startswith(
+        "another NVIDIA driver is installed (nvidia-kernel-dkms 550.163.01-2); the plan is "
+        f"nvidia-tesla-535-kernel-dkms {TESLA_13} (driver 535.274.02)."
+    )
+    # The planned driver itself, installed: nothing in the way.
+    assert obstacles(info("trixie-tesla-535-installed.policy.txt"))["problem"] is None
+
+
+def test_package_problems():
+    table = info("trixie-tesla-535-installed.policy.txt")
+    table["nvidia-tesla-535-kernel-dkms"]["held"] = True
+    wanted = {"nvidia-tesla-535-kernel-dkms": TESLA_13, "nvidia-tesla-535-smi": TESLA_13, "nvidia-smi": "550.163.01-2"}
+    assert driver_plan.package_problems(wanted, table) == [
+        "nvidia-tesla-535-smi is not held",
+        "nvidia-smi is not installed, not 550.163.01-2",
+    ]
+
+
+@pytest.mark.parametrize("source", [TRIXIE, BOOKWORM], ids=["debian13", "debian12"])
+def test_every_table_package_is_in_the_captured_sources(source):
+    """The role's package names are real: each is in the captured apt-cache policy of its release."""
+    table = TRIXIE_FRESH if source is TRIXIE else BOOKWORM_FRESH
+    _kmods, names = driver_plan.table_packages(source["branches"])
+    assert [n for n in names if not table.get(n, {}).get("available")] == []
+
+
+# --- reboot contract ---------------------------------------------------------------------------------------------
+
+OWN = {
+    "capabilities": {"own_kernel": True, "modules_loadable": True},
+    "kernel": {"running": "6.12.117+deb13-amd64"},
+    "kernel_modules": {"nvidia": "absent", "nouveau": "absent"},
+}
+PLAN = {"version": "535.274.02"}
+TARGETS = ["6.12.117+deb13-amd64"]
+NOT_LOADED = {"version": None, "flavor": None, "modules": []}
+
+
+def reboot(os_state=None, pci_facts=None, loaded=None):
+    return driver_plan.reboot_plan(
+        os_state or OWN, pci_facts or L40S, loaded or NOT_LOADED, PLAN, "proprietary", TARGETS
+    )
+
+
+def test_a_node_with_its_own_kernel_and_gpus_loads_the_new_driver_live():
+    assert reboot() == {"live": True, "required": False, "reasons": []}
+
+
+def test_the_same_driver_loaded_already_needs_nothing():
+    loaded = {"version": "535.274.02", "flavor": "proprietary", "modules": ["nvidia"]}
+    assert reboot(loaded=loaded) == {"live": True, "required": False, "reasons": []}
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"kernel_modules": {"nouveau": "loaded"}}, "nouveau is loaded and holds the GPUs"),
+        ({"kernel": {"running": "6.12.110+deb13-amd64"}},
+         "the running kernel 6.12.110+deb13-amd64 is not one DKMS builds for (6.12.117+deb13-amd64)"),
+        ({"capabilities": {"own_kernel": True, "modules_loadable": False}},
+         "this node may not load kernel modules now (no CAP_SYS_MODULE)"),
+    ],
+)  # fmt: skip
+def test_what_only_a_reboot_can_fix(change, reason):
+    result = reboot(os_state={**OWN, **change})
+    assert result == {"live": False, "required": True, "reasons": [reason]}
+
+
+@pytest.mark.parametrize(
+    ("loaded", "reason"),
+    [
+        ({"version": "535.261.03", "flavor": "proprietary"},
+         "the loaded NVIDIA module is 535.261.03 (proprietary), not 535.274.02 (proprietary)"),
+        ({"version": "535.274.02", "flavor": "open"},
+         "the loaded NVIDIA module is 535.274.02 (open), not 535.274.02 (proprietary)"),
+    ],
+)  # fmt: skip
+def test_another_loaded_nvidia_module_needs_a_reboot(loaded, reason):
+    assert reboot(loaded=loaded)["reasons"] == [reason]
+
+
+def test_a_container_or_a_node_without_gpus_never_reboots_for_the_driver():
+    container = {**OWN, "capabilities": {"own_kernel": False, "modules_loadable": False}}
+    assert reboot(os_state=container) == {"live": False, "required": False, "reasons": []}
+    assert reboot(pci_facts=NONE, os_state={**OWN, "kernel_modules": {"nouveau": "loaded"}}) == {
+        "live": False,
+        "required": False,
+        "reasons": [],
+    }
