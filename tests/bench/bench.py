@@ -7,7 +7,8 @@ when its configuration changes.
 
     bench.py host                 install podman & co, write the podman drop-in, create the network
     bench.py images               build the Debian 12/13 node images and the mirror image
-    bench.py mirror               (re)build the local repository and start the mirror
+    bench.py mirror               (re)build the local repository and the stand-in repositories
+                                  (tests/standins), start the mirror
     bench.py nodes up GROUP SPEC  start node containers (SPEC: JSON list of {name, image, hardware}: hardware
                                   names a simulated-hardware profile of tests/sim/profiles; --prefix: GROUP-name;
                                   --inventory FILE [--groups a,b]: also write their Ansible inventory)
@@ -35,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = Path(__file__).resolve().parent
 SIM = ROOT / "tests" / "sim"
+STANDINS = ROOT / "tests" / "standins"
 FIXTURES = ROOT / "tests" / "fixtures"
 STATE = Path(os.environ.get("GPUOPS_BENCH_STATE", ROOT / ".bench"))
 
@@ -319,9 +321,84 @@ def build_local_repo() -> dict:
         "local_repo": f"http://{LOCAL_REPO_HOST}/apt",
         "local_repo_key_url": f"http://{LOCAL_REPO_HOST}/apt/gpuops-bench.asc",
         "local_repo_key_sha256": hashlib.sha256(keyfile.read_bytes()).hexdigest(),
+        "standin_repos": build_standin_repos(keyfile),
     }
     write_if_changed(mirror_root() / "mirror.json", json.dumps(info, indent=2) + "\n")
     return info
+
+
+def render_standin(source: Path, dest: Path, version: str) -> None:
+    """Copy a stand-in package tree, filling in @VERSION@ (Debian version) and @UPSTREAM@ (without the revision)."""
+    upstream = version.split(":", 1)[-1].rsplit("-", 1)[0]
+    for path in sorted(source.rglob("*")):
+        target = dest / path.relative_to(source)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = path.read_bytes().replace(b"@VERSION@", version.encode()).replace(b"@UPSTREAM@", upstream.encode())
+        target.write_bytes(data)
+        target.chmod(path.stat().st_mode & 0o777)
+
+
+def build_flat_repo(repo: Path, label: str) -> None:
+    """Packages, Release, InRelease and Release.gpg of a flat apt repository ("deb URL /"), signed by the bench."""
+    packages = run(["apt-ftparchive", "packages", "."], cwd=repo, capture=True).stdout
+    if write_if_changed(repo / "Packages", packages) or not (repo / "InRelease").exists():
+        run(["gzip", "-9nkf", str(repo / "Packages")])
+        release = run(
+            ["apt-ftparchive", "-o", f"APT::FTPArchive::Release::Origin={label}",
+             "-o", f"APT::FTPArchive::Release::Label={label}", "release", "."],
+            cwd=repo,
+            capture=True,
+        ).stdout  # fmt: skip
+        (repo / "Release").write_text(release)
+        gpg("--local-user", "bench@gpuops.test", "--clearsign", "-o", str(repo / "InRelease"), str(repo / "Release"))
+        gpg("--local-user", "bench@gpuops.test", "-abs", "-o", str(repo / "Release.gpg"), str(repo / "Release"))
+
+
+def build_standin_repos(keyfile: Path) -> dict:
+    """The repositories no reachable registry has, at their upstream paths in the mirror, holding stand-ins.
+
+    tests/standins/<repo>/repo.json says where the real repository lives (`path`: upstream host and path, the mirror
+    layout), where its signing key lives (`key`: upstream host and path of the key file, same layout), and which
+    versions of each package it carries (`packages`: {name: [Debian versions]});
+    tests/standins/<repo>/<package>/ is the package's tree (DEBIAN/control and its files). The bench builds one .deb
+    per version, publishes them as a flat repository signed by the bench's key, and puts that key where the real one
+    is: a node reaches them only through the mirror, as an air-gapped site does. Returns {path: key path}.
+    """
+    published = {}
+    for spec_file in sorted(STANDINS.glob("*/repo.json")):
+        spec = json.loads(spec_file.read_text())
+        repo = mirror_root() / "www" / spec["path"]
+        repo.mkdir(parents=True, exist_ok=True)
+        wanted = set()
+        for package, versions in spec["packages"].items():
+            source = spec_file.parent / package
+            recipe = digest(*(f"{p.relative_to(source)}:{p.stat().st_mode}" for p in sorted(source.rglob("*"))),
+                            *(p.read_bytes() for p in sorted(source.rglob("*")) if p.is_file()))  # fmt: skip
+            for version in versions:
+                deb = repo / f"{package}_{version.split(':', 1)[-1]}_{spec.get('architecture', 'amd64')}.deb"
+                # Kept outside the served tree: the recipe each .deb was built from.
+                stamp = mirror_root() / "standin-recipes" / spec["path"] / f"{deb.name}.recipe"
+                stamp.parent.mkdir(parents=True, exist_ok=True)
+                wanted.add(deb.name)
+                if deb.exists() and stamp.exists() and stamp.read_text() == recipe:
+                    continue
+                with tempfile.TemporaryDirectory() as tmp:
+                    render_standin(source, Path(tmp) / "root", version)
+                    run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(Path(tmp) / "root"), str(deb)],
+                        capture=True)  # fmt: skip
+                stamp.write_text(recipe)
+        for old in repo.glob("*.deb"):
+            if old.name not in wanted:
+                old.unlink()
+        key = mirror_root() / "www" / spec["key"]
+        key.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(keyfile, key)
+        build_flat_repo(repo, f"gpuops-bench stand-in of {spec['path']}")
+        published[spec["path"]] = spec["key"]
+    return published
 
 
 def container_label(name: str, label: str) -> str:
