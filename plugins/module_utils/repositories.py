@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import openpgp
+
 HEADER = "# Managed by gpuops.bringup: edit the inventory, not this file.\n"
 _MIRROR_URL = re.compile(r"^(https?|file)://[^\s?#]+$")
 
@@ -61,19 +63,30 @@ def repository_problems(repo, kind):
     if not uris or isinstance(uris, str) or not all(isinstance(u, str) and _ABSOLUTE.match(u) for u in uris):
         problems.append(f"uris {uris!r} must be a list of absolute http(s) or file URLs")
     key_url, key_sha256, key_content = repo.get("key_url"), repo.get("key_sha256"), repo.get("key_content")
+    key_fingerprint = repo.get("key_fingerprint")
     if key_url and key_content:
-        problems.append("give key_url (with key_sha256) or key_content, not both")
+        problems.append("give key_url (with key_fingerprint or key_sha256) or key_content, not both")
     elif not key_url and not key_content:
         problems.append(
-            "has no signing key: give key_url with key_sha256, or key_content; "
+            "has no signing key: give key_url with key_fingerprint or key_sha256, or key_content; "
             "a repository is never trusted without its key"
         )
     elif not (isinstance(key_content, str) or (isinstance(key_url, str) and _ABSOLUTE.match(key_url))):
         problems.append(f"key_url {key_url!r} must be an absolute http(s) or file URL")
-    elif key_url and not (isinstance(key_sha256, str) and _SHA256.match(key_sha256)):
+    elif key_url and not key_sha256 and not key_fingerprint:
+        problems.append(
+            f"key_url {key_url} needs its pin: key_fingerprint (as the vendor publishes it) or key_sha256 "
+            f"(sha256sum of the file)"
+        )
+    elif key_sha256 and not (isinstance(key_sha256, str) and _SHA256.match(key_sha256)):
         problems.append(
             f"key_sha256 {key_sha256!r} is not a SHA-256 hex digest; "
             f"compute it with sha256sum on the key from {key_url}"
+        )
+    elif key_fingerprint and not openpgp.FINGERPRINT.match(openpgp.normalize(key_fingerprint)):
+        problems.append(
+            f"key_fingerprint {key_fingerprint!r} is not an OpenPGP fingerprint (40 hex digits, or 64 for a v6 key); "
+            f"gpg --show-keys on the key from {key_url} prints it"
         )
     if kind == "apt":
         suites = repo.get("suites") or []

@@ -51,7 +51,14 @@ options:
     type: str
     default: ""
   key_url:
-    description: Upstream URL of the signing key (armored or binary OpenPGP). Requires O(key_sha256).
+    description: Upstream URL of the signing key (armored or binary OpenPGP). Requires O(key_fingerprint) or
+      O(key_sha256), or both.
+    type: str
+  key_fingerprint:
+    description:
+      - Fingerprint of the key at O(key_url), as the vendor publishes it (spaces and case do not matter). A download
+        whose primary key has another fingerprint, or more than one key, fails the task.
+      - The fingerprint survives a vendor re-exporting its key with new signatures, which changes the file's SHA-256.
     type: str
   key_sha256:
     description: SHA-256 of the key file at O(key_url); a different download fails the task.
@@ -114,7 +121,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import repositories
+from ansible_collections.gpuops.bringup.plugins.module_utils import openpgp, repositories
 
 
 def read_bytes(path):
@@ -134,6 +141,23 @@ def fetch_key(module, url):
             status=info.get("status"),
         )
     return response.read()
+
+
+def key_problem(key, p):
+    """Why key fails the pins (key_sha256, key_fingerprint), or None."""
+    if p["key_sha256"]:
+        got = hashlib.sha256(key).hexdigest()
+        if got != p["key_sha256"].lower():
+            return f"has SHA-256 {got}, expected {p['key_sha256'].lower()} (key_sha256)"
+    if p["key_fingerprint"]:
+        wanted = openpgp.normalize(p["key_fingerprint"])
+        try:
+            found = openpgp.primary_fingerprints(key)
+        except openpgp.KeyFileError as exc:
+            return f"is no OpenPGP public key ({exc})"
+        if found != [wanted]:
+            return f"holds the key(s) {', '.join(found)}, expected only {wanted} (key_fingerprint)"
+    return None
 
 
 def paths(kind, name, armored):
@@ -168,12 +192,12 @@ def main():
             "description": {"type": "str", "default": ""},
             "key_url": {"type": "str", "no_log": False},
             "key_sha256": {"type": "str", "no_log": False},
+            "key_fingerprint": {"type": "str", "no_log": False},
             "key_content": {"type": "str", "no_log": False},
             "mirror_url": {"type": "str", "default": ""},
             "validate_certs": {"type": "bool", "default": True},
         },
         mutually_exclusive=[("key_url", "key_content")],
-        required_by={"key_url": "key_sha256"},
         supports_check_mode=True,
     )
     p = module.params
@@ -202,22 +226,16 @@ def main():
             key += b"\n"
     else:
         key_url = repositories.mirrored(p["key_url"], mirror)
-        wanted = p["key_sha256"].lower()
         _source, current_key_file = paths(kind, p["name"], True)
         current = read_bytes(current_key_file) or read_bytes(paths(kind, p["name"], False)[1])
-        # An installed key with the right checksum needs no download.
-        if current is not None and hashlib.sha256(current).hexdigest() == wanted:
+        # An installed key that passes the pins needs no download.
+        if current is not None and key_problem(current, p) is None:
             key = current
         else:
             key = fetch_key(module, key_url)
-            got = hashlib.sha256(key).hexdigest()
-            if got != wanted:
-                module.fail_json(
-                    msg=f"the signing key from {key_url} has SHA-256 {got}, expected {wanted} (key_sha256): "
-                    "refusing to trust it",
-                    url=key_url,
-                    sha256=got,
-                )
+            problem = key_problem(key, p)
+            if problem:
+                module.fail_json(msg=f"the signing key from {key_url} {problem}: refusing to trust it", url=key_url)
 
     source_file, key_file = paths(kind, p["name"], repositories.is_armored(key))
     uris = [repositories.mirrored(u, mirror) for u in p["uris"]]

@@ -270,6 +270,13 @@ def gpg(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return run(["gpg", "--homedir", str(home), "--batch", "--yes", "--quiet", *args], capture=True, check=check)
 
 
+def key_fingerprint(keyfile: Path) -> str:
+    """The primary key's fingerprint, as `gpg --show-keys` prints it."""
+    listing = gpg("--with-colons", "--show-keys", str(keyfile)).stdout.splitlines()
+    return next(line.split(":")[9] for index, line in enumerate(listing) if line.startswith("fpr:")
+                and listing[index - 1].startswith("pub:"))  # fmt: skip
+
+
 def build_local_repo() -> dict:
     """An apt repository signed by the bench's own key, laid out as the mirror of http://bench.gpuops.test/apt.
 
@@ -321,6 +328,8 @@ def build_local_repo() -> dict:
         "local_repo": f"http://{LOCAL_REPO_HOST}/apt",
         "local_repo_key_url": f"http://{LOCAL_REPO_HOST}/apt/gpuops-bench.asc",
         "local_repo_key_sha256": hashlib.sha256(keyfile.read_bytes()).hexdigest(),
+        # What tests pin the stand-in repositories by, where production pins the vendor's key.
+        "local_repo_key_fingerprint": key_fingerprint(keyfile),
         "standin_repos": build_standin_repos(keyfile),
     }
     write_if_changed(mirror_root() / "mirror.json", json.dumps(info, indent=2) + "\n")

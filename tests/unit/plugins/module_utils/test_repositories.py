@@ -119,13 +119,13 @@ APT_REPO = {
         (
             {**APT_REPO, "key_content": "-----BEGIN PGP PUBLIC KEY BLOCK-----"},
             "apt",
-            ["give key_url (with key_sha256) or key_content, not both"],
+            ["give key_url (with key_fingerprint or key_sha256) or key_content, not both"],
         ),
         (
             {**APT_REPO, "key_url": None},
             "apt",
             [
-                "has no signing key: give key_url with key_sha256, or key_content; "
+                "has no signing key: give key_url with key_fingerprint or key_sha256, or key_content; "
                 "a repository is never trusted without its key"
             ],
         ),
@@ -140,7 +140,23 @@ APT_REPO = {
         (
             {**APT_REPO, "key_sha256": None},
             "apt",
-            [f"key_sha256 None is not a SHA-256 hex digest; compute it with sha256sum on the key from {KEY_URL}"],
+            [
+                f"key_url {KEY_URL} needs its pin: key_fingerprint (as the vendor publishes it) or key_sha256 "
+                "(sha256sum of the file)"
+            ],
+        ),
+        (
+            {**APT_REPO, "key_sha256": None, "key_fingerprint": "3BF863CC"},
+            "apt",
+            [
+                "key_fingerprint '3BF863CC' is not an OpenPGP fingerprint (40 hex digits, or 64 for a v6 key); "
+                f"gpg --show-keys on the key from {KEY_URL} prints it"
+            ],
+        ),
+        (
+            {**APT_REPO, "key_sha256": None, "key_fingerprint": "EB69 3B30 35CD 5710 E231 E123 A4B4 6996 3BF8 63CC"},
+            "apt",
+            [],
         ),
         (
             {**APT_REPO, "suites": []},
@@ -160,7 +176,7 @@ APT_REPO = {
             [
                 "name 'a b' must be letters, digits, '.', '_' or '-' (it names the source and key files)",
                 "uris None must be a list of absolute http(s) or file URLs",
-                "has no signing key: give key_url with key_sha256, or key_content; "
+                "has no signing key: give key_url with key_fingerprint or key_sha256, or key_content; "
                 "a repository is never trusted without its key",
                 "suites is required for apt, e.g. [stable], or [/] for a flat repository",
             ],

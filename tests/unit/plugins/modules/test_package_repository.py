@@ -16,6 +16,8 @@ ARMORED = (FIXTURES / "keys" / "gpuops-bench.asc").read_bytes()
 BINARY = (FIXTURES / "keys" / "gpuops-bench.gpg").read_bytes()
 ARMORED_SHA256 = hashlib.sha256(ARMORED).hexdigest()
 BINARY_SHA256 = hashlib.sha256(BINARY).hexdigest()
+# gpg --show-keys tests/fixtures/keys/gpuops-bench.asc
+FINGERPRINT = "C0B6C96E2BF82416E3803BE742E82759479F1809"
 MIRROR = "http://gpuops-mirror:8080"
 KEY_URL = "http://bench.gpuops.test/apt/gpuops-bench.asc"
 MIRRORED_KEY_URL = f"{MIRROR}/bench.gpuops.test/apt/gpuops-bench.asc"
@@ -179,9 +181,43 @@ def test_key_checksum_mismatch_fails_with_both_hashes_and_writes_nothing(host, r
         f"the signing key from {MIRRORED_KEY_URL} has SHA-256 {ARMORED_SHA256}, expected {BINARY_SHA256} "
         "(key_sha256): refusing to trust it"
     )
-    assert result["sha256"] == ARMORED_SHA256
     assert not state.exists("/etc/apt/keyrings/gpuops-bench.asc")
     assert not state.exists("/etc/apt/sources.list.d/gpuops-bench.sources")
+
+
+def test_a_fingerprint_pin_accepts_the_key_in_either_format(host, run):
+    state = host("apt")
+    state.served[MIRRORED_KEY_URL] = BINARY
+    written = " ".join(FINGERPRINT[i : i + 4] for i in range(0, 40, 4)).lower()
+    result, failed = run({**without(BENCH, "key_sha256"), "key_fingerprint": written})
+    assert not failed, result
+    assert state.read("/etc/apt/keyrings/gpuops-bench.gpg") == BINARY
+    # Installed and still passing the pin: no download on the next run.
+    state.fetched.clear()
+    result, failed = run({**without(BENCH, "key_sha256"), "key_fingerprint": FINGERPRINT})
+    assert not failed
+    assert result["changed"] is False
+    assert state.fetched == []
+
+
+@pytest.mark.parametrize(
+    ("served", "msg"),
+    [
+        (
+            ARMORED,
+            f"holds the key(s) {FINGERPRINT}, expected only EB693B3035CD5710E231E123A4B469963BF863CC (key_fingerprint)",
+        ),
+        (b"<html>Not Found</html>", "is no OpenPGP public key (byte 0 is no OpenPGP packet header)"),
+    ],
+)
+def test_a_fingerprint_mismatch_fails_and_writes_nothing(host, run, served, msg):
+    state = host("apt")
+    state.served[MIRRORED_KEY_URL] = served
+    args = {**without(BENCH, "key_sha256"), "key_fingerprint": "EB693B3035CD5710E231E123A4B469963BF863CC"}
+    result, failed = run(args)
+    assert failed
+    assert result["msg"] == f"the signing key from {MIRRORED_KEY_URL} {msg}: refusing to trust it"
+    assert not any(path.is_file() for path in state.root.rglob("*"))
 
 
 def test_key_that_cannot_be_downloaded_fails_with_the_url(host, run):
@@ -252,7 +288,8 @@ def test_dnf_repository(host, run):
                 "suites": ["stable"],
                 "components": ["main"],
             },
-            "repository 'gpuops-bench': has no signing key: give key_url with key_sha256, or key_content; "
+            "repository 'gpuops-bench': has no signing key: give key_url with key_fingerprint or key_sha256, or "
+            "key_content; "
             "a repository is never trusted without its key",
         ),
         (
@@ -269,7 +306,11 @@ def test_dnf_repository(host, run):
             "mirror_url 'ftp://mirror.example' is not usable: "
             "it must be an http://, https:// or file:// URL with no spaces, query or fragment",
         ),
-        (without(BENCH, "key_sha256"), "missing parameter(s) required by 'key_url': key_sha256"),
+        (
+            without(BENCH, "key_sha256"),
+            f"repository 'gpuops-bench': key_url {KEY_URL} needs its pin: key_fingerprint (as the vendor publishes "
+            "it) or key_sha256 (sha256sum of the file)",
+        ),
         ({**BENCH, "key_content": "x"}, "parameters are mutually exclusive: key_url|key_content"),
         (
             {"name": "../gpuops", "state": "absent"},

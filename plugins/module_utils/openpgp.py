@@ -1,0 +1,102 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fingerprints of the primary keys in an OpenPGP public key file, armored or binary, without gpg.
+
+A repository's signing key is pinned by its fingerprint, the value vendors publish ("EB69 3B30 35CD 5710 E231 E123
+A4B4 6996 3BF8 63CC" for NVIDIA's CUDA repositories): it stays the same when the vendor re-exports the key with new
+signatures or subkeys, where the file's checksum changes. Nodes need no gpg for it (Debian installs only gpgv or
+sqv). RFC 4880 (packet framing, v4 fingerprints) and RFC 9580 (v6). Python 3.8 compatible: shipped to nodes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+
+PUBLIC_KEY_TAG = 6
+_ARMOR = re.compile(
+    rb"-----BEGIN PGP PUBLIC KEY BLOCK-----\r?\n(?P<body>.*?)-----END PGP PUBLIC KEY BLOCK-----", re.DOTALL
+)
+
+
+class KeyFileError(ValueError):
+    """Not an OpenPGP public key file; the message says why."""
+
+
+def dearmor(data):
+    """The binary key of an ASCII-armored key file (its armor headers and CRC line dropped); binary data as is."""
+    match = _ARMOR.search(data)
+    if match is None:
+        return data
+    lines = [line.strip() for line in match.group("body").splitlines()]
+    # Armor headers ("Version: ...", "Comment: ...") end at the first blank line; the "=" line is the CRC.
+    if b"" in lines:
+        lines = lines[lines.index(b"") + 1 :]
+    encoded = b"".join(line for line in lines if line and not line.startswith(b"="))
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except binascii.Error as exc:
+        raise KeyFileError(f"the armored key is not valid base64: {exc}") from exc
+
+
+def packets(data):
+    """(tag, body) for each OpenPGP packet of binary data (old and new packet formats)."""
+    offset = 0
+    while offset < len(data):
+        header = data[offset]
+        if not header & 0x80:
+            raise KeyFileError(f"byte {offset} is no OpenPGP packet header")
+        if header & 0x40:
+            tag = header & 0x3F
+            first = data[offset + 1]
+            if first < 192:
+                length, offset = first, offset + 2
+            elif first < 224:
+                length, offset = ((first - 192) << 8) + data[offset + 2] + 192, offset + 3
+            elif first == 255:
+                length, offset = int.from_bytes(data[offset + 2 : offset + 6], "big"), offset + 6
+            else:
+                # Partial body lengths are for literal and encrypted data, never in a key file.
+                raise KeyFileError(f"packet at byte {offset} has a partial length, which a key file never uses")
+        else:
+            tag = (header >> 2) & 0x0F
+            size = {0: 1, 1: 2, 2: 4}.get(header & 0x03)
+            if size is None:
+                raise KeyFileError(f"packet at byte {offset} has an indeterminate length")
+            length = int.from_bytes(data[offset + 1 : offset + 1 + size], "big")
+            offset += 1 + size
+        body = data[offset : offset + length]
+        if len(body) != length:
+            raise KeyFileError("the key file is truncated")
+        yield tag, body
+        offset += length
+
+
+def fingerprint(body):
+    """The fingerprint of a public key packet body, upper-case hex: v4 SHA-1, v6 SHA-256."""
+    version = body[0] if body else None
+    if version == 4:
+        return hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body).hexdigest().upper()
+    if version == 6:
+        return hashlib.sha256(b"\x9b" + len(body).to_bytes(4, "big") + body).hexdigest().upper()
+    raise KeyFileError(f"public key version {version} is not supported (v4 and v6 are)")
+
+
+def primary_fingerprints(data):
+    """Fingerprints of every primary key in a key file (a file may hold several keys), in file order."""
+    binary = dearmor(data)
+    found = [fingerprint(body) for tag, body in packets(binary) if tag == PUBLIC_KEY_TAG]
+    if not found:
+        raise KeyFileError("the file holds no OpenPGP public key")
+    return found
+
+
+def normalize(value):
+    """A fingerprint as written by people ("EB69 3B30 ...", "0x...", lower case) in the form computed here."""
+    text = re.sub(r"\s+", "", str(value or "")).upper()
+    return text[2:] if text.startswith("0X") else text
+
+
+FINGERPRINT = re.compile(r"^([0-9A-F]{40}|[0-9A-F]{64})$")
