@@ -89,6 +89,22 @@ def driver_reboot(os_state, pci_facts, loaded, plan, flavor, targets):
     )
 
 
+def driver_fabricmanager(index, info, plan, branch, where):
+    """{package, version, problem}: fabric manager's package at exactly the planned driver's version."""
+    return driver_plan.choose_fabricmanager(
+        _mapping(index, "repository_index's packages", "driver_fabricmanager"),
+        _mapping(info, "package_info's packages", "driver_fabricmanager"),
+        _mapping(plan, "the package plan", "driver_fabricmanager"),
+        str(branch),
+        str(where),
+    )
+
+
+def driver_gpu_problems(gpu, fabric):
+    """Sentences for gpu_facts' error findings and, where fabric manager is needed, GPUs not in the fabric."""
+    return driver_plan.gpu_problems(_mapping(gpu, "gpu_facts' gpu", "driver_gpu_problems"), bool(fabric))
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -99,4 +115,6 @@ class FilterModule:
             "driver_table_packages": driver_table_packages,
             "driver_package_problems": driver_package_problems,
             "driver_reboot": driver_reboot,
+            "driver_fabricmanager": driver_fabricmanager,
+            "driver_gpu_problems": driver_gpu_problems,
         }

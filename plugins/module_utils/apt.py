@@ -129,3 +129,23 @@ def newest(versions):
         if best is None or compare_versions(version, best) > 0:
             best = version
     return best
+
+
+def parse_packages_index(text, names):
+    """{name: [Debian versions]} for each of names in an apt Packages index (a flat repository's Packages file).
+
+    Stanzas are separated by blank lines; only the Package and Version fields are read. A name the index lacks
+    maps to an empty list.
+    """
+    wanted = {name: [] for name in names}
+    package = version = None
+    for line in [*text.splitlines(), ""]:
+        if not line.strip():
+            if package in wanted and version and version not in wanted[package]:
+                wanted[package].append(version)
+            package = version = None
+        elif line.startswith("Package:"):
+            package = line.split(":", 1)[1].strip()
+        elif line.startswith("Version:"):
+            version = line.split(":", 1)[1].strip()
+    return wanted

@@ -19,6 +19,8 @@ firmware, and userland (packages versioned with the kernel module package).
 
 from __future__ import annotations
 
+import functools
+
 from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog
 
 FLAVORS = ("open", "proprietary")
@@ -350,18 +352,20 @@ def table_packages(table):
 
 
 def install_problems(table, info, plan, broken, companions, runfile):
-    """What stands in the way of installing plan: {purge (broken driver packages to purge first), problem}.
+    """What stands in the way of installing plan: {purge, upgrade, problem}.
 
     broken: os_facts' packages.broken. A half-configured driver package is what a failed earlier run left behind
-    (a DKMS build that failed inside its postinst): the install purges it. Any other broken package, another NVIDIA
-    driver installed, or one from NVIDIA's .run installer is a problem: changing an installed driver is the upgrade
-    path, which this role does not do yet.
+    (a DKMS build that failed inside its postinst): the install purges it (purge). Any other broken package, or a
+    driver from NVIDIA's .run installer, is a problem. Another NVIDIA driver installed from the table's packages
+    (another branch, version, track or flavour) is an upgrade: {from (a phrase for messages), remove (the installed
+    packages of the table the plan does not keep, to purge before the install: another track or flavour conflicts
+    with the plan's)}; None when the plan's driver is the installed one or none is.
     """
     kmods, known = table_packages(table)
     known = set(known) | set(companions)
     purge = sorted(n for n in broken if n in known)
     foreign = sorted(n for n in broken if n not in known)
-    result = {"purge": purge, "problem": None}
+    result = {"purge": purge, "upgrade": None, "problem": None}
     if foreign:
         result["problem"] = (
             f"dpkg has left {', '.join(foreign)} half-installed or half-configured, and apt refuses to install "
@@ -381,15 +385,13 @@ def install_problems(table, info, plan, broken, companions, runfile):
         if not entry.get("installed") or entry.get("broken"):
             continue
         if name != plan["kmod_package"] or entry["installed"] != plan["debian_version"]:
-            others.append(f"{name} {entry['installed']}")
+            others.append(f"{name} {entry['installed']} (driver {apt.upstream_version(entry['installed'])})")
     if others:
-        result["problem"] = (
-            f"another NVIDIA driver is installed ({', '.join(others)}); the plan is {plan['kmod_package']} "
-            f"{plan['debian_version']} (driver {plan['version']}). Changing an installed driver's branch, version or "
-            f"flavour is the upgrade path (drain, stop GPU services, reload or reboot), which this collection adds "
-            f"in its next release. Fix: set nvidia_driver_branch, nvidia_driver_version and nvidia_driver_flavor "
-            f"to the installed driver, or remove it first (apt-mark unhold, apt-get purge) and reboot."
-        )
+        installed = [n for n in sorted(set(known) - set(companions)) if (info.get(n) or {}).get("installed")]
+        result["upgrade"] = {
+            "from": ", ".join(others),
+            "remove": [n for n in installed if n not in plan["packages"]],
+        }
     return result
 
 
@@ -404,20 +406,101 @@ def reboot_plan(os_state, pci_facts, loaded, plan, flavor, targets):
     caps = os_state.get("capabilities") or {}
     kernel = os_state.get("kernel") or {}
     if not caps.get("own_kernel") or not (pci_facts.get("gpus") or []):
-        return {"live": False, "required": False, "reasons": []}
+        return {"live": False, "required": False, "reasons": [], "unload": None}
     reasons = []
     if (os_state.get("kernel_modules") or {}).get("nouveau") == "loaded":
         reasons.append("nouveau is loaded and holds the GPUs")
     version = loaded.get("version")
+    # Another NVIDIA module loaded: the upgrade path unloads it once the GPU services are stopped, and reboots
+    # only when that fails (something still holds the GPUs).
+    unload = None
     if version and (version != plan["version"] or loaded.get("flavor") not in (None, flavor)):
-        reasons.append(
-            f"the loaded NVIDIA module is {version} ({loaded.get('flavor') or 'flavour unknown'}), "
-            f"not {plan['version']} ({flavor})"
-        )
+        unload = f"{version} ({loaded.get('flavor') or 'flavour unknown'})"
     if kernel.get("running") not in targets:
         reasons.append(
             f"the running kernel {kernel.get('running')} is not one DKMS builds for ({', '.join(targets) or 'none'})"
         )
-    if not caps.get("modules_loadable") and not version:
+    if not caps.get("modules_loadable") and (unload or not version):
         reasons.append("this node may not load kernel modules now (no CAP_SYS_MODULE)")
-    return {"live": not reasons, "required": bool(reasons), "reasons": reasons}
+    return {"live": not reasons, "required": bool(reasons), "reasons": reasons, "unload": unload}
+
+
+# Fabric manager's Debian package: one package per branch up to R575 (nvidia-fabricmanager-535, NVIDIA's
+# apt-packaging-fabric-manager debian/templates/control.in); from R580 one package, nvidia-fabricmanager, which
+# provides nvidia-fabricmanager-<branch> (NVIDIA/gpu-driver-container PR #451: "nvidia-fabricmanager-580 is a
+# virtual package provided by nvidia-fabricmanager 580.65.06-1").
+FABRICMANAGER_UNVERSIONED_FROM = 580
+
+
+def fabricmanager_package(branch):
+    """The Debian package that carries fabric manager for a driver branch."""
+    if int(branch) >= FABRICMANAGER_UNVERSIONED_FROM:
+        return "nvidia-fabricmanager"
+    return f"nvidia-fabricmanager-{branch}"
+
+
+def choose_fabricmanager(index, info, plan, branch, where):
+    """Fabric manager's package at exactly the driver's upstream version: {package, version, problem}.
+
+    index: {package: [Debian versions]} the CUDA repository carries (repository_index's packages); info:
+    package_info's packages (the installed version is kept when it is of the driver's version: resolved once, then
+    held); plan: choose_packages' plan; where: how messages name the repository.
+    """
+    package = fabricmanager_package(branch)
+    installed = (info.get(package) or {}).get("installed")
+    carried = list(index.get(package) or [])
+    matching = [v for v in carried if apt.upstream_version(v) == plan["version"]]
+    result = {"package": package, "version": None, "problem": None}
+    if installed and installed in matching:
+        result["version"] = installed
+    elif matching:
+        result["version"] = apt.newest(matching)
+    else:
+        upstream = sorted({apt.upstream_version(v) for v in carried}, key=functools.cmp_to_key(apt.compare_versions))
+        offered = ", ".join(upstream) or "no version"
+        result["problem"] = (
+            f"fabric manager must run at exactly the driver's version, {plan['version']} ({plan['kmod_package']} "
+            f"{plan['debian_version']}), but {where} carries {package} only at {offered}: fabric manager refuses "
+            f"to start against another driver version, and the GPUs never leave fabric state In Progress. Fix: a "
+            f"driver version the repository has fabric manager for (nvidia_driver_version, with "
+            f'nvidia_driver_branch: "{branch}"), or bring {package} {plan["version"]} into the repository (the '
+            f"mirror: copy it from NVIDIA's), or nvidia_driver_fabricmanager: false to install the driver alone on "
+            f"purpose."
+        )
+    return result
+
+
+# gpu_facts finding codes fabric_problems() reports in one sentence instead of one per GPU.
+FABRIC_CODES = ("fabric_not_completed", "fabric_status_error")
+
+
+def gpu_problems(gpu, fabric):
+    """Sentences for what gpu_facts' answer shows wrong: its error findings, and on a node that needs fabric
+    manager (fabric true), every GPU's NVSwitch fabric state Completed with status Success, grouped by state.
+
+    gpu: gpu_facts' ansible_facts.gpu. A GPU that reports no fabric state at all on such a node is a problem too:
+    NVSwitch-attached GPUs (SXM) always report one.
+    """
+    findings = gpu.get("findings") or []
+    codes = FABRIC_CODES if fabric else ()
+    problems = [f["message"] for f in findings if f.get("severity") == "error" and f.get("code") not in codes]
+    if not fabric:
+        return problems
+    groups = {}
+    for device in gpu.get("devices") or []:
+        state = device.get("fabric") or {}
+        if state.get("state") == "Completed" and state.get("status") in (None, "Success"):
+            continue
+        label = (
+            f"state {state.get('state')}" + (f", status {state['status']}" if state.get("status") else "")
+            if state
+            else "no NVSwitch fabric state"
+        )
+        groups.setdefault(label, []).append(device.get("pci_bus_id") or f"GPU {device.get('index')}")
+    for label, addresses in groups.items():
+        problems.append(
+            f"NVSwitch fabric registration not complete on {len(addresses)} of {len(gpu.get('devices') or [])} "
+            f"GPU(s) ({label}: {', '.join(addresses)}); the GPUs stay unusable (CUDA error 802) until "
+            f"nvidia-fabricmanager, at the driver's version, has registered them with the NVSwitch fabric"
+        )
+    return problems

@@ -9,20 +9,19 @@ their preflight reads the node and checks, in check mode, and changes nothing.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from preflight_harness import MIRROR, assert_fails_with, assert_passes_unchanged, bench_nodes, run_local, run_preflight
 
-ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = Path(__file__).with_name("driver_preflight.yml")
-BENCH = ROOT / "tests" / "bench" / "bench.py"
+TAG = "nvidia_driver_preflight"
 GROUP = "driver-preflight"
-MIRROR = "http://gpuops-mirror:8080"
+# The bench's key signs its stand-in repositories; the bench records its fingerprint (templated by Ansible).
+BENCH_KEY_FINGERPRINT = (
+    "{{ (lookup('ansible.builtin.file', playbook_dir ~ '/../../.bench/mirror/mirror.json') | from_json)"
+    ".local_repo_key_fingerprint }}"
+)
 
 LOCAL_CASES = {
     "version_pin_without_branch": (
@@ -65,6 +64,28 @@ LOCAL_CASES = {
     "source_not_there_yet": (
         {"nvidia_driver_source": "cuda_repo"},
         ["value of nvidia_driver_source must be one of: distribution, got: cuda_repo"],
+    ),
+    "drain_hook_missing": (
+        {"nvidia_driver_drain": "hook"},
+        ["nvidia_driver_drain is hook but nvidia_driver_drain_hook is empty. Fix: nvidia_driver_drain_hook: the path"],
+    ),
+    "drain_hook_not_a_file": (
+        {"nvidia_driver_undrain_hook": "/nonexistent/undrain.yml"},
+        [
+            'nvidia_driver_undrain_hook is "/nonexistent/undrain.yml", which is no task file on the controller (an '
+            "absolute path is needed). Fix: the absolute path of a task file",
+        ],
+    ),
+    "drain_hook_relative": (
+        {"nvidia_driver_drain_hook": "tests/integration/driver_preflight.yml"},
+        [
+            'nvidia_driver_drain_hook is "tests/integration/driver_preflight.yml", which is no task file on the '
+            "controller",
+        ],
+    ),
+    "drain_unknown": (
+        {"nvidia_driver_drain": "slurm"},
+        ["value of nvidia_driver_drain must be one of: auto, kubernetes, hook, none, got: slurm"],
     ),
     "flavor_unknown": (
         {"nvidia_driver_flavor": "nouveau"},
@@ -112,15 +133,43 @@ NODE_CASES = {
             "or nvidia_driver_flavor: auto.",
         ],
     ),
-    "fabric_manager_needed_from_a_source_without_it": (
+    "fabric_manager_repository_key_without_a_pin": (
         "h100",
-        {},
+        {"gpuops_mirror_url": MIRROR, "nvidia_driver_cuda_repo_key_fingerprint": ""},
         [
-            "h100 needs fabric manager (nvidia_driver_fabricmanager: auto; 4 NVSwitch(es) on the PCI bus), at exactly "
-            "the driver's version",
-            "nvidia_driver_source is distribution, and Debian carries no nvidia-fabricmanager package.",
-            "Fix: nvidia_driver_source: cuda_repo (NVIDIA's CUDA repository carries fabric manager for every driver "
-            "version; the collection's next release), or nvidia_driver_fabricmanager: false",
+            "h100 needs fabric manager (nvidia_driver_fabricmanager: auto; 4 NVSwitch(es) on the PCI bus), which comes "
+            "from NVIDIA's CUDA repository, but its key_url https://developer.download.nvidia.com/compute/cuda/repos/"
+            "debian12/x86_64/3bf863cc.pub needs its pin: key_fingerprint (as the vendor publishes it) or key_sha256",
+            "Fix: nvidia_driver_cuda_repo_key_fingerprint: EB693B3035CD5710E231E123A4B469963BF863CC",
+        ],
+    ),
+    # The mirror serves the bench's key where NVIDIA's should be: with the role's default pin (NVIDIA's key), the
+    # repository is refused before any change, as a tampered or mistaken mirror would be.
+    "fabric_manager_repository_signed_by_another_key": (
+        "h100",
+        {"gpuops_mirror_url": MIRROR},
+        [
+            "h100: the signing key http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/"
+            "x86_64/3bf863cc.pub holds ",
+            "but nvidia_driver_cuda_repo_key_fingerprint is EB693B3035CD5710E231E123A4B469963BF863CC: refusing to "
+            "trust it.",
+        ],
+    ),
+    # Debian 12's Tesla set is 535.216.03, which the stand-in CUDA repository has no fabric manager for.
+    "fabric_manager_version_missing_from_the_repository": (
+        "h100",
+        {
+            "gpuops_mirror_url": MIRROR,
+            "nvidia_driver_cuda_repo_key_fingerprint": BENCH_KEY_FINGERPRINT,
+            "nvidia_driver_branch": "535",
+            "nvidia_driver_version": "535.216.03",
+        },
+        [
+            "h100: fabric manager must run at exactly the driver's version, 535.216.03 (nvidia-tesla-535-kernel-dkms "
+            "535.216.03-3~deb12u1), but the mirror's copy of NVIDIA's CUDA repository (http://gpuops-mirror:8080/"
+            "developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) carries nvidia-fabricmanager-535 only "
+            "at 535.261.03, 535.274.02, 535.288.01, 535.309.01",
+            "Fix: a driver version the repository has fabric manager for",
         ],
     ),
     "fabric_manager_forced_on_a_pcie_node": (
@@ -161,95 +210,34 @@ NODE_CASES = {
 }
 
 
-def unfold(text: str) -> str:
-    """Messages are folded in the output, with YAML's doubled quotes: compare them unfolded."""
-    return re.sub(r"\s+", " ", text).replace("''", "'")
-
-
-def run_preflight(tmp_path: Path, inventory: list[str], variables: dict, limit: str | None = None):
-    extra = tmp_path / "vars.json"
-    extra.write_text(json.dumps(variables))
-    argv = ["ansible-playbook", *inventory, "--check", "--tags", "nvidia_driver_preflight", "--extra-vars",
-            f"@{extra}", str(PLAYBOOK)]  # fmt: skip
-    if limit:
-        argv[1:1] = ["--limit", limit]
-    return subprocess.run(
-        argv,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
-    )
-
-
-def localhost(tmp_path: Path, variables: dict):
-    # Modules run with the tests' own Python: interpreter discovery on a developer machine may find shims.
-    return run_preflight(
-        tmp_path,
-        ["--inventory", "localhost,", "--connection", "local"],
-        {**variables, "ansible_python_interpreter": sys.executable},
-    )
-
-
-def assert_fails_with(proc, host, expected):
-    output = unfold(proc.stdout + proc.stderr)
-    assert proc.returncode != 0, output[-3000:]
-    for text in expected:
-        assert unfold(text) in output, f"{text!r} not in:\n{output[-3000:]}"
-    assert re.search(rf"{host}\s*: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1", proc.stdout), proc.stdout[-2000:]
-
-
 @pytest.mark.parametrize("case", sorted(LOCAL_CASES))
 def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
     variables, expected = LOCAL_CASES[case]
-    assert_fails_with(localhost(tmp_path, variables), "localhost", expected)
+    assert_fails_with(run_local(PLAYBOOK, TAG, tmp_path, variables), "localhost", expected)
 
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
     """Bench nodes for the cases that need GPUs, an OS or package sources; yields the inventory file."""
-    tmp = tmp_path_factory.mktemp("driver-preflight")
-    inventory = tmp / "hosts.json"
     specs = [{"name": name, "image": image, "hardware": hardware} for name, (image, hardware) in NODES.items()]
-    started = subprocess.run(
-        [sys.executable, str(BENCH), "nodes", "up", "--prefix", GROUP, json.dumps(specs), "--inventory",
-         str(inventory)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    try:
-        containers = {node["instance"]: node["container"] for node in json.loads(started.stdout)}
-
-        def on(node, *argv):
-            subprocess.run(["podman", "exec", containers[node], *argv], check=True, capture_output=True)
-
-        # What stage 1 leaves behind on l40s: Debian's archive with the components NVIDIA's packages are in,
-        # through the bench's mirror (a cache). bare keeps the image's main-only sources.
-        on("l40s", "sh", "-c", f"echo 'deb {MIRROR}/deb.debian.org/debian trixie main contrib non-free "
-           f"non-free-firmware' > /etc/apt/sources.list")  # fmt: skip
-        # A real Ubuntu 24.04 os-release (tests/fixtures/os-release, public) on ubuntu.
-        on("ubuntu", "rm", "-f", "/etc/os-release")
-        subprocess.run(
-            ["podman", "cp", str(ROOT / "tests" / "fixtures" / "os-release" / "ubuntu-24.04"),
-             f"{containers['ubuntu']}:/etc/os-release"],
-            check=True,
-        )  # fmt: skip
-        yield inventory
-    finally:
-        subprocess.run([sys.executable, str(BENCH), "nodes", "down", GROUP], check=True)
+    with bench_nodes(tmp_path_factory, GROUP, specs) as started:
+        # What stage 1 leaves behind on l40s and h100. bare keeps the image's main-only sources.
+        started.debian_sources("l40s", "trixie")
+        started.debian_sources("h100", "bookworm")
+        started.ubuntu("ubuntu")
+        yield started.inventory
 
 
 @pytest.mark.parametrize("case", sorted(NODE_CASES))
 def test_bad_input_on_a_node_fails_in_preflight(tmp_path: Path, nodes: Path, case: str) -> None:
     node, variables, expected = NODE_CASES[case]
-    assert_fails_with(run_preflight(tmp_path, ["--inventory", str(nodes)], variables, limit=node), node, expected)
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit=node)
+    assert_fails_with(proc, node, expected)
 
 
 def test_valid_input_passes_preflight_and_changes_nothing(tmp_path: Path, nodes: Path) -> None:
     """The control: the defaults on the L40S node pass, so the failures above come from the input."""
-    proc = run_preflight(tmp_path, ["--inventory", str(nodes)], {}, limit="l40s")
-    output = unfold(proc.stdout + proc.stderr)
-    assert proc.returncode == 0, output[-3000:]
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], {}, limit="l40s")
+    output = assert_passes_unchanged(proc, "l40s")
     assert "l40s: NVIDIA driver 535." in output
     assert "(nvidia-graphics-drivers-tesla-535, proprietary kernel modules: the GPUs (4x NVIDIA L40S (ada)" in output
-    assert re.search(r"l40s\s*: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0", proc.stdout), proc.stdout[-2000:]

@@ -1,11 +1,14 @@
-"""nvidia_driver with its defaults on Debian 13 (simulated 4x L40S): the real state of the node after converge.
+"""nvidia_driver with its defaults on Debian 13 (simulated 4x L40S, and a simulated HGX H100 with NVSwitches): the real
+state of the nodes after converge.
 
 Versions are read from the node (what the role resolved from the archive), so a Debian point release that moves
-the 535 branch does not break the tests; what must hold is that every package sits at that one version, held.
+the 535 branch does not break the tests; what must hold is that every package sits at that one version, held, and
+on the HGX node fabric manager at exactly that driver version.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -23,7 +26,10 @@ DRIVER_PACKAGES = [
     "libnvidia-tesla-535-cfg1",
     "libnvidia-tesla-535-ml1",
 ]
+FABRICMANAGER = "nvidia-fabricmanager-535"
+CUDA_SOURCE = "/etc/apt/sources.list.d/nvidia-cuda.sources"
 CONVERGE = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"
+FIXTURES = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "tests" / "fixtures"
 
 
 def version(host, package):
@@ -34,6 +40,11 @@ def image_kernels(host):
     """The kernels the node boots: those with an image under /boot (the container's running one is not)."""
     names = host.check_output("ls /boot").split()
     return sorted(name[len("vmlinuz-") :] for name in names if name.startswith("vmlinuz-"))
+
+
+def only_on(host, name):
+    if host.backend.get_hostname() != name:
+        pytest.skip(f"checks the {name} node")
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +126,9 @@ def verify_run(extra=None):
     return proc.returncode, " ".join((proc.stdout + proc.stderr).split()).replace("''", "'")
 
 
-def test_verification_reports_what_it_could_not_check_and_why(driver):
-    rc, output = verify_run()
+def test_verification_reports_what_it_could_not_check_and_why(host, driver):
+    only_on(host, "l40s")
+    rc, output = verify_run(["--limit", "l40s"])
     assert rc == 0, output[-3000:]
     assert f"l40s passed nvidia_driver verification: driver {driver} (nvidia-graphics-drivers-tesla-535," in output
     assert "4 GPU(s) NVIDIA L40S [SIMULATED pcie_l40s_4gpu]" in output
@@ -125,10 +137,102 @@ def test_verification_reports_what_it_could_not_check_and_why(driver):
 
 
 def test_verification_fails_on_a_package_no_longer_held(host):
+    only_on(host, "l40s")
     host.run_expect([0], "apt-mark unhold nvidia-persistenced")
     try:
-        rc, output = verify_run()
+        rc, output = verify_run(["--limit", "l40s"])
     finally:
         host.run_expect([0], "apt-mark hold nvidia-persistenced")
     assert rc != 0
     assert "l40s failed nvidia_driver verification: nvidia-persistenced is not held" in output
+
+
+def test_a_node_without_nvswitch_gets_no_fabric_manager_and_no_cuda_repository(host):
+    only_on(host, "l40s")
+    assert host.check_output("dpkg-query -W -f '${Package} ' 'nvidia-fabricmanager*' 2>/dev/null || true") == ""
+    assert not host.file(CUDA_SOURCE).exists
+
+
+def test_fabric_manager_sits_at_the_driver_version_and_is_held(host, driver):
+    only_on(host, "h100")
+    installed = version(host, FABRICMANAGER)
+    assert installed.rsplit("-", 1)[0] == driver, installed
+    assert FABRICMANAGER in host.check_output("apt-mark showhold").split()
+    # The binary says the same version (its real --version format).
+    assert host.check_output("nv-fabricmanager --version") == f"Fabric Manager version is : {driver}"
+
+
+def test_fabric_manager_comes_from_the_cuda_repository_through_the_mirror(host):
+    only_on(host, "h100")
+    source = host.file(CUDA_SOURCE).content_string
+    assert "URIs: http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/" in source
+    assert "Signed-By: /etc/apt/keyrings/nvidia-cuda.asc" in source
+    policy = host.check_output(f"apt-cache policy {FABRICMANAGER}")
+    assert "gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64" in policy
+
+
+def test_fabric_manager_is_enabled_not_left_failed_and_has_its_config(host):
+    only_on(host, "h100")
+    assert host.service("nvidia-fabricmanager").is_enabled
+    # It cannot start in a container (no NVSwitch driver); a failed unit would mark the system degraded.
+    assert host.run("systemctl is-failed nvidia-fabricmanager").stdout.strip() != "failed"
+    assert host.file("/usr/share/nvidia/nvswitch/fabricmanager.cfg").is_file
+
+
+def test_hgx_verification_checks_fabric_manager_and_the_nvswitch_fabric(host, driver):
+    only_on(host, "h100")
+    rc, output = verify_run(["--limit", "h100"])
+    assert rc == 0, output[-3000:]
+    assert f"h100 passed nvidia_driver verification: driver {driver} (nvidia-graphics-drivers-tesla-535," in output
+    assert f"fabric manager {FABRICMANAGER} {driver}-1 enabled," in output
+    assert "8 GPU(s) NVIDIA H100 80GB HBM3 [SIMULATED hgx_h100_8gpu], NVSwitch fabric Completed on every GPU" in output
+    assert "running nvidia-persistenced and nvidia-fabricmanager (this node's kernel belongs" in output
+
+
+def test_hgx_verification_fails_when_fabric_manager_is_not_held(host):
+    only_on(host, "h100")
+    host.run_expect([0], f"apt-mark unhold {FABRICMANAGER}")
+    try:
+        rc, output = verify_run(["--limit", "h100"])
+    finally:
+        host.run_expect([0], f"apt-mark hold {FABRICMANAGER}")
+    assert rc != 0
+    assert f"h100 failed nvidia_driver verification: {FABRICMANAGER} is not held" in output
+
+
+@contextlib.contextmanager
+def nvidia_smi_fault(host, capture):
+    """The node's nvidia-smi answers `-q -x` with a fault capture (tests/fixtures/nvidia_smi) for the test's length.
+
+    The profile's stand-in is a read-only mount in /usr/local/bin; a wrapper in /usr/local/sbin, which comes first in
+    PATH, answers `-q -x` from the capture and hands every other call to it: a GPU fallen off the bus or a fabric
+    that never registered, as verify would meet them on a real node.
+    """
+    container = f"molecule-{os.environ['MOLECULE_SCENARIO_NAME']}-{host.backend.get_hostname()}"
+    subprocess.run(["podman", "cp", str(FIXTURES / "nvidia_smi" / capture), f"{container}:/root/gpuops-fault.xml"],
+                   check=True)  # fmt: skip
+    host.run_expect([0], "printf '#!/bin/sh\\n[ \"$*\" = \"-q -x\" ] && exec cat /root/gpuops-fault.xml\\n"
+                         "exec /usr/local/bin/nvidia-smi \"$@\"\\n' > /usr/local/sbin/nvidia-smi && "
+                         "chmod 755 /usr/local/sbin/nvidia-smi")  # fmt: skip
+    try:
+        yield
+    finally:
+        host.run_expect([0], "rm -f /usr/local/sbin/nvidia-smi /root/gpuops-fault.xml")
+
+
+@pytest.mark.parametrize(
+    ("capture", "message"),
+    [
+        ("h100-sxm-x8-565-gpu3-missing.derived.xml", "nvidia-smi: nvidia-smi sees 7 GPUs; this node should have 8"),
+        ("h100-sxm-x8-565-fabric-in-progress.derived.xml",
+         "nvidia-smi: NVSwitch fabric registration not complete on 8 of 8 GPU(s) (state In Progress: "
+         "00000000:18:00.0,"),
+    ],
+    ids=["gpu_missing", "fabric_in_progress"],
+)  # fmt: skip
+def test_hgx_verification_fails_on_a_gpu_fault(host, capture, message):
+    only_on(host, "h100")
+    with nvidia_smi_fault(host, capture):
+        rc, output = verify_run(["--limit", "h100"])
+    assert rc != 0
+    assert f"h100 failed nvidia_driver verification: {message}" in output, output[-3000:]

@@ -1,7 +1,8 @@
 """A DKMS build that fails for real (Debian 13's open 550 modules against its 6.12 kernel): the message, the package
-state it leaves, and a re-run with a branch that builds, with no cleanup in between.
+state it leaves, a re-run with a branch that builds, with no cleanup in between, and then the upgrade path from
+that driver (535, Tesla packages) to another branch (550, proprietary: it builds against 6.12).
 
-The order matters: the re-run (last test) changes the node the earlier tests read.
+The order matters: each of the last two tests changes the node the tests before it read.
 """
 
 from __future__ import annotations
@@ -71,18 +72,69 @@ def test_the_packages_are_as_before(host):
     host.run_expect([0], "apt-get install --simulate --quiet --yes pciutils")
 
 
-def test_a_rerun_with_branch_535_succeeds_without_cleanup(host):
+def stage(*extra):
+    """playbooks/driver.yml on the scenario's node; (rc, output with its folding undone)."""
     proc = subprocess.run(
         ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(ROOT / "playbooks" / "driver.yml"),
-         "-e", "nvidia_driver_branch=535"],
+         *extra],
         capture_output=True, text=True, check=False,
         env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
     )  # fmt: skip
-    output = " ".join((proc.stdout + proc.stderr).split())
-    assert proc.returncode == 0, output[-4000:]
+    return proc.returncode, " ".join((proc.stdout + proc.stderr).split()).replace("''", "'")
+
+
+def test_a_rerun_with_branch_535_succeeds_without_cleanup(host):
+    rc, output = stage("-e", "nvidia_driver_branch=535")
+    assert rc == 0, output[-4000:]
     assert re.search(r"l40s : ok=\d+ changed=\d+ unreachable=0 failed=0", output)
     assert "l40s passed nvidia_driver verification: driver 535." in output
     (kernel,) = image_kernels(host)
     assert re.search(rf"^nvidia-tesla-535/535\.[0-9.]+, {re.escape(kernel)}, x86_64: installed$",
                      host.check_output("dkms status"), re.MULTILINE)  # fmt: skip
     assert host.check_output("dpkg --audit") == ""
+
+
+# dpkg -l's first column: "ii" installed, "hi" installed and held (as the role leaves its packages).
+HOOK = """\
+- name: Record the {what} hook and the driver installed when it runs
+  ansible.builtin.shell: >-
+    echo {what} $(dpkg -l 'nvidia-*kernel-dkms' | awk '$1 ~ /^[ih]i$/ {{ print $2 "=" $3 }}') >> {log}
+  changed_when: true
+"""
+
+
+def test_an_upgrade_to_branch_550_drains_replaces_the_driver_and_returns_the_node(host, tmp_path):
+    log = "/var/lib/gpuops-test/hooks.log"
+    hooks = {}
+    for what in ("drain", "undrain"):
+        hooks[what] = tmp_path / f"{what}.yml"
+        hooks[what].write_text(HOOK.format(what=what, log=log))
+    rc, output = stage(
+        "-e", "nvidia_driver_branch=550", "-e", "nvidia_driver_flavor=proprietary", "-e", "gpuops_serial=1",
+        "-e", f"nvidia_driver_drain_hook={hooks['drain']}", "-e", f"nvidia_driver_undrain_hook={hooks['undrain']}",
+    )  # fmt: skip
+    assert rc == 0, output[-4000:]
+    assert re.search(
+        r"l40s: upgrade from nvidia-tesla-535-kernel-dkms 535\.[0-9.]+-[^ ]+ \(driver 535\.[0-9.]+\) to driver "
+        r"550\.163\.01 \(nvidia-kernel-dkms 550\.163\.01-[^)]+\): drain hook ",
+        output,
+    ), output[-4000:]
+    assert "l40s passed nvidia_driver verification: driver 550.163.01 (nvidia-graphics-drivers," in output
+    # The drain ran while the old driver was installed, the undrain once the new one was (and verified).
+    drain, undrain = host.file(log).content_string.splitlines()
+    assert re.fullmatch(r"drain nvidia-tesla-535-kernel-dkms=535\.[0-9.]+-\S+", drain.strip()), drain
+    assert re.fullmatch(r"undrain nvidia-kernel-dkms=550\.163\.01-\S+", undrain.strip()), undrain
+    # The Tesla 535 set is gone (it conflicts with the 550 one), the new set is held; DKMS holds only the new build.
+    for package in ("nvidia-tesla-535-kernel-dkms", "nvidia-tesla-535-smi", "libnvidia-tesla-535-cuda1",
+                    "firmware-nvidia-tesla-535-gsp"):  # fmt: skip
+        assert not host.package(package).is_installed, package
+    held = host.check_output("apt-mark showhold").split()
+    assert {"nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "nvidia-persistenced"} <= set(held), held
+    (kernel,) = image_kernels(host)
+    assert host.check_output("dkms status").splitlines() == [f"nvidia-current/550.163.01, {kernel}, x86_64: installed"]
+    assert host.check_output("dpkg --audit") == ""
+    # A second run finds nothing to upgrade and changes nothing.
+    rc, output = stage("-e", "nvidia_driver_branch=550", "-e", "nvidia_driver_flavor=proprietary")
+    assert rc == 0, output[-4000:]
+    assert "upgrade from" not in output
+    assert re.search(r"l40s : ok=\d+ changed=0 unreachable=0 failed=0", output), output[-2000:]

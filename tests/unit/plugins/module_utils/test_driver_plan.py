@@ -318,7 +318,7 @@ def test_a_half_configured_driver_package_left_by_a_failed_run_is_purged_first()
     table = info("trixie-tesla-535-installed.policy.txt", installed=False)
     table["nvidia-open-kernel-dkms"].update(installed="550.163.01-2", broken=True)
     result = obstacles(table, broken=["nvidia-open-kernel-dkms"])
-    assert result == {"purge": ["nvidia-open-kernel-dkms"], "problem": None}
+    assert result == {"purge": ["nvidia-open-kernel-dkms"], "upgrade": None, "problem": None}
 
 
 def test_another_broken_package_must_be_repaired_by_hand():
@@ -332,14 +332,29 @@ def test_a_run_file_driver_is_refused():
 
 def test_another_installed_driver_is_the_upgrade_path():
     table = info("trixie-tesla-535-installed.policy.txt", installed=False)
-    table["nvidia-kernel-dkms"]["installed"] = "550.163.01-2"
+    for name in ("nvidia-kernel-dkms", "firmware-nvidia-gsp", "nvidia-smi", "libcuda1", "nvidia-persistenced"):
+        table[name]["installed"] = "550.163.01-2"
     result = obstacles(table)
-    assert result["problem"].startswith(
-        "another NVIDIA driver is installed (nvidia-kernel-dkms 550.163.01-2); the plan is "
-        f"nvidia-tesla-535-kernel-dkms {TESLA_13} (driver 535.274.02)."
-    )
-    # The planned driver itself, installed: nothing in the way.
-    assert obstacles(info("trixie-tesla-535-installed.policy.txt"))["problem"] is None
+    assert result["problem"] is None
+    # Another track: its packages go (they conflict with the plan's); the companion stays, re-pinned by the plan.
+    assert result["upgrade"] == {
+        "from": "nvidia-kernel-dkms 550.163.01-2 (driver 550.163.01)",
+        "remove": ["firmware-nvidia-gsp", "libcuda1", "nvidia-kernel-dkms", "nvidia-smi"],
+    }
+
+
+def test_another_version_of_the_planned_packages_is_an_upgrade_that_removes_nothing():
+    table = info("trixie-tesla-535-installed.policy.txt")
+    table["nvidia-tesla-535-kernel-dkms"]["installed"] = "535.261.03-1~deb13u1"
+    result = obstacles(table)
+    assert result["upgrade"] == {
+        "from": "nvidia-tesla-535-kernel-dkms 535.261.03-1~deb13u1 (driver 535.261.03)",
+        "remove": [],
+    }
+
+
+def test_the_planned_driver_installed_is_no_upgrade():
+    assert obstacles(info("trixie-tesla-535-installed.policy.txt")) == {"purge": [], "upgrade": None, "problem": None}
 
 
 def test_package_problems():
@@ -379,12 +394,12 @@ def reboot(os_state=None, pci_facts=None, loaded=None):
 
 
 def test_a_node_with_its_own_kernel_and_gpus_loads_the_new_driver_live():
-    assert reboot() == {"live": True, "required": False, "reasons": []}
+    assert reboot() == {"live": True, "required": False, "reasons": [], "unload": None}
 
 
 def test_the_same_driver_loaded_already_needs_nothing():
     loaded = {"version": "535.274.02", "flavor": "proprietary", "modules": ["nvidia"]}
-    assert reboot(loaded=loaded) == {"live": True, "required": False, "reasons": []}
+    assert reboot(loaded=loaded) == {"live": True, "required": False, "reasons": [], "unload": None}
 
 
 @pytest.mark.parametrize(
@@ -399,27 +414,35 @@ def test_the_same_driver_loaded_already_needs_nothing():
 )  # fmt: skip
 def test_what_only_a_reboot_can_fix(change, reason):
     result = reboot(os_state={**OWN, **change})
-    assert result == {"live": False, "required": True, "reasons": [reason]}
+    assert result == {"live": False, "required": True, "reasons": [reason], "unload": None}
 
 
 @pytest.mark.parametrize(
-    ("loaded", "reason"),
+    ("loaded", "unload"),
     [
-        ({"version": "535.261.03", "flavor": "proprietary"},
-         "the loaded NVIDIA module is 535.261.03 (proprietary), not 535.274.02 (proprietary)"),
-        ({"version": "535.274.02", "flavor": "open"},
-         "the loaded NVIDIA module is 535.274.02 (open), not 535.274.02 (proprietary)"),
+        ({"version": "535.261.03", "flavor": "proprietary"}, "535.261.03 (proprietary)"),
+        ({"version": "535.274.02", "flavor": "open"}, "535.274.02 (open)"),
     ],
 )  # fmt: skip
-def test_another_loaded_nvidia_module_needs_a_reboot(loaded, reason):
-    assert reboot(loaded=loaded)["reasons"] == [reason]
+def test_another_loaded_nvidia_module_is_unloaded_first(loaded, unload):
+    assert reboot(loaded=loaded) == {"live": True, "required": False, "reasons": [], "unload": unload}
+
+
+def test_another_loaded_module_on_a_node_that_may_not_load_modules_needs_a_reboot():
+    state = {**OWN, "capabilities": {"own_kernel": True, "modules_loadable": False}}
+    result = reboot(os_state=state, loaded={"version": "535.261.03", "flavor": "proprietary"})
+    assert result["required"] is True
+    assert result["reasons"] == ["this node may not load kernel modules now (no CAP_SYS_MODULE)"]
+    # The planned driver loaded already: nothing to load, so no capability needed.
+    assert reboot(os_state=state, loaded={"version": "535.274.02", "flavor": "proprietary"})["required"] is False
 
 
 def test_a_container_or_a_node_without_gpus_never_reboots_for_the_driver():
     container = {**OWN, "capabilities": {"own_kernel": False, "modules_loadable": False}}
-    assert reboot(os_state=container) == {"live": False, "required": False, "reasons": []}
+    assert reboot(os_state=container) == {"live": False, "required": False, "reasons": [], "unload": None}
     assert reboot(pci_facts=NONE, os_state={**OWN, "kernel_modules": {"nouveau": "loaded"}}) == {
         "live": False,
         "required": False,
         "reasons": [],
+        "unload": None,
     }

@@ -1,0 +1,160 @@
+#!/usr/bin/python
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: repository_index
+short_description: Read which versions of some packages a flat apt repository carries, without configuring it
+version_added: 0.1.0
+description:
+  - Downloads a flat apt repository's C(Packages.gz) (C(deb <url> /), the layout of NVIDIA's CUDA repository) and
+    returns the versions it lists for the named packages, and the SHA-256 of the repository's signing key. Nothing
+    on the node changes, so a role's preflight can check a version pin against a repository it has not added yet.
+  - A read for planning only - the index's signature is not checked here; apt checks it, with the key, when the
+    repository is added (M(gpuops.bringup.package_repository)) and refreshed.
+  - With O(mirror_url), both are fetched from C(<mirror_url>/<upstream host>/<upstream path>), like
+    M(gpuops.bringup.package_repository).
+author: gpuops.bringup developers (@gpuops)
+options:
+  url:
+    description: Upstream URL of the flat repository (the directory holding C(Packages.gz)).
+    type: str
+    required: true
+  names:
+    description: Packages whose versions to return.
+    type: list
+    elements: str
+    required: true
+  key_url:
+    description: Upstream URL of the repository's signing key, whose SHA-256 and fingerprints are returned.
+    type: str
+  mirror_url:
+    description: Base URL of the offline mirror; empty to use upstream.
+    type: str
+    default: ""
+  validate_certs:
+    description: Verify TLS certificates.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Which fabric manager versions NVIDIA's CUDA repository carries
+  gpuops.bringup.repository_index:
+    url: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
+    names: [nvidia-fabricmanager-535]
+    key_url: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub
+    mirror_url: "{{ gpuops_mirror_url }}"
+  register: cuda_index
+"""
+
+RETURN = r"""
+packages:
+  description: Each name of O(names) to the Debian versions the index lists for it (empty when none).
+  returned: always
+  type: dict
+  sample: {"nvidia-fabricmanager-535": ["535.261.03-1", "535.274.02-1"]}
+index_url:
+  description: The index read (mirrored when O(mirror_url) is set).
+  returned: always
+  type: str
+  sample: http://mirror.example.com/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/Packages.gz
+key_sha256:
+  description: SHA-256 of the key file at O(key_url) (mirrored), or null without O(key_url).
+  returned: always
+  type: str
+  sample: 9e19399232dd1740f8c841dd83caff5d3299d4a87becd5dbf5df02cba323322c
+key_fingerprints:
+  description: >-
+    Fingerprints (upper-case hex) of the primary keys in the key file at O(key_url), or null without O(key_url) or
+    when the file is no OpenPGP key (C(key_problem) says why).
+  returned: always
+  type: list
+  elements: str
+  sample: [EB693B3035CD5710E231E123A4B469963BF863CC]
+key_problem:
+  description: Why the key file gave no fingerprint (not an OpenPGP public key), else null.
+  returned: always
+  type: str
+key_url:
+  description: The key URL read (mirrored), or null without O(key_url).
+  returned: always
+  type: str
+"""
+
+import gzip
+import hashlib
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import fetch_url
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, openpgp, repositories
+
+
+def download(module, url, what):
+    response, info = fetch_url(module, url, timeout=60)
+    if response is None or info.get("status") not in (200, None):
+        module.fail_json(
+            msg=f"could not download {what} from {url}: {info.get('msg', 'no answer')} (status "
+            f"{info.get('status')}); check the URL and, with an offline mirror, that it holds this repository",
+            url=url,
+            status=info.get("status"),
+        )
+    return response.read()
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "url": {"type": "str", "required": True},
+            "names": {"type": "list", "elements": "str", "required": True},
+            "key_url": {"type": "str", "no_log": False},
+            "mirror_url": {"type": "str", "default": ""},
+            "validate_certs": {"type": "bool", "default": True},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    problem = p["mirror_url"] and repositories.mirror_url_problem(p["mirror_url"])
+    if problem:
+        module.fail_json(msg=f"mirror_url {p['mirror_url']!r} is not usable: {problem}")
+    index_url = repositories.mirrored(p["url"].rstrip("/") + "/Packages.gz", p["mirror_url"])
+    data = download(module, index_url, "the repository's package index")
+    try:
+        text = gzip.decompress(data).decode("utf-8", errors="replace")
+    except (OSError, EOFError) as exc:
+        module.fail_json(msg=f"{index_url} is not a gzip-compressed package index: {exc}", url=index_url)
+    key_url = key_sha256 = key_fingerprints = key_problem = None
+    if p["key_url"]:
+        key_url = repositories.mirrored(p["key_url"], p["mirror_url"])
+        key = download(module, key_url, "the repository's signing key")
+        key_sha256 = hashlib.sha256(key).hexdigest()
+        try:
+            key_fingerprints = openpgp.primary_fingerprints(key)
+        except openpgp.KeyFileError as exc:
+            key_problem = str(exc)
+    module.exit_json(
+        changed=False,
+        packages=apt.parse_packages_index(text, p["names"]),
+        index_url=index_url,
+        key_url=key_url,
+        key_sha256=key_sha256,
+        key_fingerprints=key_fingerprints,
+        key_problem=key_problem,
+    )
+
+
+if __name__ == "__main__":
+    main()

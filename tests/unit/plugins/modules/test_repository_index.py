@@ -1,0 +1,81 @@
+"""repository_index's main(): a flat repository's Packages.gz and key served from a table, through the mirror."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpuops.bringup.plugins.modules import repository_index
+
+UPSTREAM = "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
+MIRROR = "http://gpuops-mirror:8080"
+MIRRORED = f"{MIRROR}/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64"
+# A real published key (Debian's, tests/fixtures/openpgp) and its fingerprint as gpg prints it.
+KEY = (Path(__file__).resolve().parents[3] / "fixtures" / "openpgp" / "debian-archive-bookworm-stable.asc").read_bytes()
+KEY_FINGERPRINT = "4D64FEC119C2029067D6E791F8D2585B8783D481"
+INDEX = (
+    b"Package: nvidia-fabricmanager-535\nVersion: 535.261.03-1\nArchitecture: amd64\n\n"
+    b"Package: nvidia-fabricmanager-535\nVersion: 535.274.02-1\nArchitecture: amd64\n"
+)
+
+
+@pytest.fixture
+def served(monkeypatch):
+    table = {}
+
+    def fetch_url(_module, url, timeout):
+        if url in table:
+            return io.BytesIO(table[url]), {"status": 200, "url": url}
+        return None, {"status": 404, "msg": "HTTP Error 404: Not Found", "url": url}
+
+    monkeypatch.setattr(repository_index, "fetch_url", fetch_url)
+    return table
+
+
+def test_versions_and_key_checksum_through_the_mirror(run_module, command_table, served):
+    served[f"{MIRRORED}/Packages.gz"] = gzip.compress(INDEX)
+    served[f"{MIRRORED}/3bf863cc.pub"] = KEY
+    args = {"url": UPSTREAM, "names": ["nvidia-fabricmanager-535", "nvidia-fabricmanager"],
+            "key_url": UPSTREAM + "3bf863cc.pub", "mirror_url": MIRROR}  # fmt: skip
+    result, failed = run_module(repository_index.main, args, command_table({}, {}), check_mode=True)
+    assert not failed, result
+    assert result["changed"] is False
+    assert result["packages"] == {
+        "nvidia-fabricmanager-535": ["535.261.03-1", "535.274.02-1"],
+        "nvidia-fabricmanager": [],
+    }
+    assert result["index_url"] == f"{MIRRORED}/Packages.gz"
+    assert result["key_sha256"] == hashlib.sha256(KEY).hexdigest()
+    assert result["key_fingerprints"] == [KEY_FINGERPRINT]
+    assert result["key_problem"] is None
+
+
+def test_a_key_url_that_serves_no_key_says_why(run_module, command_table, served):
+    served[f"{MIRRORED}/Packages.gz"] = gzip.compress(INDEX)
+    served[f"{MIRRORED}/3bf863cc.pub"] = b"<html>mirror error page</html>"
+    args = {"url": UPSTREAM, "names": ["nvidia-fabricmanager-535"], "key_url": UPSTREAM + "3bf863cc.pub",
+            "mirror_url": MIRROR}  # fmt: skip
+    result, failed = run_module(repository_index.main, args, command_table({}, {}), check_mode=True)
+    assert not failed, result
+    assert result["key_fingerprints"] is None
+    assert result["key_problem"] == "byte 0 is no OpenPGP packet header"
+
+
+def test_a_mirror_without_the_repository_fails_naming_the_url(run_module, command_table, served):
+    result, failed = run_module(
+        repository_index.main, {"url": UPSTREAM, "names": ["x"], "mirror_url": MIRROR}, command_table({}, {})
+    )
+    assert failed
+    assert result["msg"].startswith(f"could not download the repository's package index from {MIRRORED}/Packages.gz")
+    assert "with an offline mirror, that it holds this repository" in result["msg"]
+
+
+def test_an_index_that_is_not_gzip_fails(run_module, command_table, served):
+    served[f"{UPSTREAM}Packages.gz"] = b"<html>not found</html>"
+    result, failed = run_module(repository_index.main, {"url": UPSTREAM, "names": ["x"]}, command_table({}, {}))
+    assert failed
+    assert "is not a gzip-compressed package index" in result["msg"]
