@@ -1,0 +1,72 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The CUDA toolkit role's decisions: its variables, the toolkits and their CUDA roots, whether the driver runs them."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit
+
+
+def _mapping(value, what, name):
+    if not isinstance(value, dict):
+        raise AnsibleFilterError(f"gpuops.bringup.{name} needs {what} (a mapping), got {type(value).__name__}")
+    return value
+
+
+def _plain(value):
+    # Ansible hands templates tagged str subclasses; messages and regexes want plain values.
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def cuda_toolkit_input_problems(source, versions, default, driver_branch):
+    """Problems with cuda_toolkit's variables (and nvidia_driver_branch), each with the fix; [] when none."""
+    return cuda_toolkit.input_problems(_plain(source), _plain(versions), _plain(default), _plain(driver_branch))
+
+
+def cuda_toolkit_plan(packages, versions, default, table, host):
+    """{problem, toolkits, default}: the toolkits the source installs, at which versions, under which CUDA roots."""
+    return cuda_toolkit.distribution_plan(
+        _mapping(packages, "package_info's packages", "cuda_toolkit_plan"),
+        _plain(versions),
+        _plain(default),
+        _mapping(table, "the source's table", "cuda_toolkit_plan"),
+        str(host),
+    )
+
+
+def cuda_toolkit_driver_problem(plan, facts, host):
+    """The problem (both versions and the fix) when the node's driver cannot run the plan, or installing it would
+    bring another driver userland; None when neither."""
+    return cuda_toolkit.driver_problem(
+        _mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_driver_problem"),
+        _mapping(facts, "cuda_toolkit_facts' cuda_toolkit", "cuda_toolkit_driver_problem"),
+        str(host),
+    )
+
+
+def cuda_toolkit_verify_problems(plan, packages, facts, profile, compiled, link):
+    """What the node, read again after converge, lacks of the plan; [] when nothing."""
+    return cuda_toolkit.verify_problems(
+        _mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_verify_problems"),
+        _mapping(packages, "package_info's packages", "cuda_toolkit_verify_problems"),
+        _mapping(facts, "cuda_toolkit_facts' cuda_toolkit", "cuda_toolkit_verify_problems"),
+        [str(line) for line in profile],
+        list(compiled),
+        str(link),
+    )
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "cuda_toolkit_input_problems": cuda_toolkit_input_problems,
+            "cuda_toolkit_plan": cuda_toolkit_plan,
+            "cuda_toolkit_driver_problem": cuda_toolkit_driver_problem,
+            "cuda_toolkit_verify_problems": cuda_toolkit_verify_problems,
+        }

@@ -1,0 +1,479 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""CUDA toolkit: pure parsers over apt, dpkg, nvcc, update-alternatives and ldd output, and the cuda_toolkit role's
+decisions (which packages at which version, where each toolkit's CUDA root is, whether the driver runs it).
+
+Text in, data out, no I/O. Python 3.8 compatible: shipped to nodes with cuda_toolkit_facts and cuda_compile_check,
+and imported on the controller by the cuda_* filters.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog
+
+# Sources the role knows. cuda_repo (NVIDIA's CUDA repository, cuda-toolkit-X-Y under /usr/local/cuda-X.Y, several
+# side by side) comes with the driver role's cuda_repo source.
+SOURCES = ("distribution",)
+
+# The virtual packages (and real names) through which a toolkit's -dev packages require the driver's userland.
+DRIVER_LIBRARIES = ("libcuda.so.1", "libcuda1", "libnvidia-ml.so.1", "libnvidia-ml1")
+# Debian builds every NVIDIA driver userland package (libcuda1, libnvidia-ml1, nvidia-alternative...) from a source
+# package of this name or its branch variants (nvidia-graphics-drivers-tesla-535).
+DRIVER_SOURCE_PREFIX = "nvidia-graphics-drivers"
+
+# "12.4" (the newest release of that minor the source carries) or "12.4.1" (exactly that release).
+_REQUESTED = re.compile(r"^(?P<major>\d{2})\.(?P<minor>\d{1,2})(?:\.(?P<update>\d{1,2}))?$")
+# nvcc --version: "Cuda compilation tools, release 12.4, V12.4.131".
+_NVCC = re.compile(r"release (?P<release>\d+\.\d+), V(?P<version>\d+\.\d+\.\d+)")
+# Debian's toolkit upstream version: "<nvcc version>~<CUDA release>", 12.4.131~12.4.1 (12.4 Update 1's nvcc).
+_DEBIAN = re.compile(r"^(?P<nvcc>\d+\.\d+\.\d+)~(?P<release>(?P<mm>\d+\.\d+)\.\d+)$")
+# apt-get --simulate: "Inst libcuda1 (550.163.01-2 Debian:13.8/stable [amd64])", an upgrade
+# "Inst libfoo [1.0-1] (1.1-1 Debian:13.8/stable [amd64])", a removal "Remv libfoo [1.0-1]".
+_INST = re.compile(r"^Inst (?P<name>[^\s:]+)(?::\S+)? (?:\[(?P<old>[^\]]+)\] )?\((?P<version>\S+)")
+_REMV = re.compile(r"^Remv (?P<name>[^\s:]+)(?::\S+)?(?: \[(?P<old>[^\]]+)\])?")
+# A relation in a Depends field: "libcuda.so.1 (>= 550)".
+_RELATION = re.compile(
+    r"^(?P<name>[a-z0-9][a-z0-9+.-]*)(?::\S+)?(?:\s*\((?P<op><<|<=|=|>=|>>)\s*(?P<version>[^)]+)\))?"
+)
+# ldd: "libcudart.so.12 => /lib/x86_64-linux-gnu/libcudart.so.12 (0x...)", "libfoo.so.1 => not found".
+_LDD = re.compile(r"^\s*(?P<lib>\S+) => (?P<path>not found|\S+)")
+# readelf -d: " 0x0000000000000001 (NEEDED)             Shared library: [libcudart.so.12]".
+_NEEDED = re.compile(r"\(NEEDED\)\s+Shared library: \[(?P<lib>[^\]]+)\]")
+
+
+def parse_requested(text):
+    """{"text", "major_minor", "release"} for a requested CUDA version ("12.4" -> release None; "12.4.1"), or None."""
+    match = _REQUESTED.match(str(text).strip())
+    if match is None:
+        return None
+    major_minor = f"{int(match.group('major'))}.{int(match.group('minor'))}"
+    update = match.group("update")
+    return {
+        "text": str(text).strip(),
+        "major_minor": major_minor,
+        "release": None if update is None else f"{major_minor}.{int(update)}",
+    }
+
+
+def version_key(text):
+    """Sortable key for a dotted version ("12.10" after "12.9")."""
+    return tuple(int(part) for part in re.findall(r"\d+", str(text)))
+
+
+def parse_nvcc_version(text):
+    """{"release": "12.4", "version": "12.4.131"} from `nvcc --version`, or None when the text has no such line."""
+    match = _NVCC.search(text or "")
+    return None if match is None else {"release": match.group("release"), "version": match.group("version")}
+
+
+def debian_toolkit_version(version):
+    """{"nvcc", "release", "major_minor"} for a Debian nvidia-cuda-toolkit version, or None.
+
+    12.4.131~12.4.1-2 -> nvcc 12.4.131 of CUDA 12.4.1 (12.4 Update 1); 11.8.89~11.8.0-5~deb12u1 -> 11.8.89, 11.8.0.
+    """
+    match = _DEBIAN.match(apt.upstream_version(version))
+    if match is None:
+        return None
+    return {"nvcc": match.group("nvcc"), "release": match.group("release"), "major_minor": match.group("mm")}
+
+
+def parse_simulation(text):
+    """{"install": [{name, version, upgrade_from}], "remove": [{name, version}]} from `apt-get --simulate install`."""
+    install, remove = [], []
+    for line in (text or "").splitlines():
+        match = _INST.match(line)
+        if match:
+            install.append({"name": match.group("name"), "version": match.group("version"),
+                            "upgrade_from": match.group("old")})  # fmt: skip
+            continue
+        match = _REMV.match(line)
+        if match:
+            remove.append({"name": match.group("name"), "version": match.group("old")})
+    return {"install": install, "remove": remove}
+
+
+def parse_control(text):
+    """Stanzas of RFC 822 control data (`apt-cache show`, `dpkg-query -s`) as dicts, continuation lines joined."""
+    stanzas, current, key = [], {}, None
+    for line in (text or "").splitlines():
+        if not line.strip():
+            if current:
+                stanzas.append(current)
+            current, key = {}, None
+        elif line[0] in " \t" and key:
+            current[key] += "\n" + line.strip()
+        elif ":" in line:
+            key, _sep, value = line.partition(":")
+            current[key] = value.strip()
+    if current:
+        stanzas.append(current)
+    return stanzas
+
+
+def parse_relations(field):
+    """A Depends/Provides field as a list of alternative groups, each [{name, op, version}]."""
+    groups = []
+    for group in (field or "").split(","):
+        alternatives = []
+        for part in group.split("|"):
+            match = _RELATION.match(part.strip())
+            if match:
+                alternatives.append({"name": match.group("name"), "op": match.group("op"),
+                                     "version": (match.group("version") or "").strip() or None})  # fmt: skip
+        if alternatives:
+            groups.append(alternatives)
+    return groups
+
+
+def source_name(stanza):
+    """The source package of a control stanza: "nvidia-cuda-toolkit (12.4.1-2)" -> nvidia-cuda-toolkit."""
+    source = stanza.get("Source", "").split(" ")[0]
+    return source or stanza.get("Package", "")
+
+
+def is_driver_package(stanza):
+    """Whether a package is part of an NVIDIA driver's userland (its source is nvidia-graphics-drivers*)."""
+    return source_name(stanza).startswith(DRIVER_SOURCE_PREFIX)
+
+
+def provided_driver_version(stanza):
+    """The driver version a package provides libcuda.so.1 at ("libcuda.so.1 (= 535.274.02)"), or None."""
+    for group in parse_relations(stanza.get("Provides", "")):
+        for rel in group:
+            if rel["name"] == "libcuda.so.1" and rel["op"] == "=":
+                return rel["version"]
+    return None
+
+
+def driver_library_minimum(stanzas):
+    """The newest driver the packages' Depends require of the driver libraries, or None.
+
+    {"version": "550", "package": "nvidia-cuda-dev", "relation": "libcuda1 (>= 550) | libcuda.so.1 (>= 550) | ..."}
+    from Debian 13's nvidia-cuda-dev, whose Depends names libcuda1 (>= 550).
+    """
+    found = None
+    for stanza in stanzas:
+        for field in ("Pre-Depends", "Depends"):
+            for group in parse_relations(stanza.get(field, "")):
+                for rel in group:
+                    if rel["name"] not in DRIVER_LIBRARIES or rel["op"] not in (">=", ">>", "="):
+                        continue
+                    if found is None or gpu_catalog.driver_version_key(rel["version"]) > gpu_catalog.driver_version_key(
+                        found["version"]
+                    ):
+                        relation = " | ".join(
+                            a["name"] + (f" ({a['op']} {a['version']})" if a["op"] else "") for a in group
+                        )
+                        found = {"version": rel["version"], "package": stanza.get("Package"), "relation": relation}
+    return found
+
+
+def parse_alternatives(text):
+    """`update-alternatives --query NAME` as {link, status, value, choices: {path: priority}}."""
+    result = {"link": None, "status": None, "value": None, "choices": {}}
+    current = None
+    for line in (text or "").splitlines():
+        key, _sep, value = line.partition(": ")
+        value = value.strip()
+        if key == "Link":
+            result["link"] = value
+        elif key == "Status":
+            result["status"] = value
+        elif key == "Value":
+            result["value"] = None if value == "none" else value
+        elif key == "Alternative":
+            current = value
+            result["choices"][current] = None
+        elif key == "Priority" and current is not None:
+            result["choices"][current] = int(value)
+    return result
+
+
+def parse_ldd(text):
+    """{library: resolved path or None} from ldd output (None: "not found")."""
+    libs = {}
+    for line in (text or "").splitlines():
+        match = _LDD.match(line)
+        if match:
+            libs[match.group("lib")] = None if match.group("path") == "not found" else match.group("path")
+    return libs
+
+
+def parse_needed(text):
+    """The NEEDED shared libraries of `readelf -d` output, in order."""
+    return _NEEDED.findall(text or "")
+
+
+def input_problems(source, versions, default, driver_branch):
+    """Problems with the role's variables alone, each naming the variable, the value and the fix."""
+    problems = []
+    if source not in SOURCES:
+        return [
+            f"cuda_toolkit_source is {source!r}, which this collection does not know. Fix: cuda_toolkit_source: "
+            f"distribution (the OS's own packages); cuda_repo comes with NVIDIA's CUDA repository support."
+        ]
+    if not isinstance(versions, list):
+        return [
+            f'cuda_toolkit_versions is {versions!r}, not a list. Fix: a list, e.g. cuda_toolkit_versions: ["12.4"].'
+        ]
+    parsed = []
+    for text in versions:
+        requested = parse_requested(text)
+        if requested is None:
+            problems.append(
+                f'cuda_toolkit_versions names "{text}", not a CUDA version. Fix: major.minor ("12.4", the newest '
+                f'release of 12.4 the source carries) or major.minor.update ("12.4.1", CUDA 12.4 Update 1).'
+            )
+            continue
+        try:
+            requested["min_driver"] = gpu_catalog.cuda_min_driver(requested["release"] or requested["major_minor"])
+        except ValueError as exc:
+            problems.append(f'cuda_toolkit_versions names "{text}": {exc}. Fix: a CUDA release NVIDIA has published.')
+            continue
+        parsed.append(requested)
+    minors = [p["major_minor"] for p in parsed]
+    twice = sorted({m for m in minors if minors.count(m) > 1}, key=version_key)
+    if twice:
+        problems.append(
+            f"cuda_toolkit_versions names CUDA {', '.join(twice)} more than once ({', '.join(map(str, versions))}): "
+            f"one CUDA root per minor version. Fix: name each minor version once."
+        )
+    if str(default) and versions and str(default) not in [str(v) for v in versions]:
+        problems.append(
+            f'cuda_toolkit_default is "{default}", which is not among cuda_toolkit_versions '
+            f"({', '.join(map(str, versions))}): /usr/local/cuda can only point at an installed toolkit. Fix: "
+            f'cuda_toolkit_default: "{versions[-1]}" (one of them), or "" for the newest.'
+        )
+    if str(default) and not versions:
+        problems.append(
+            f'cuda_toolkit_default is "{default}" but cuda_toolkit_versions is empty (the one toolkit the source '
+            f'carries). Fix: cuda_toolkit_versions: ["{default}"], or cuda_toolkit_default: "".'
+        )
+    branch = str(driver_branch or "")
+    if branch and not re.fullmatch(r"\d{3}", branch):
+        problems.append(
+            f'nvidia_driver_branch is "{branch}", not a driver branch. Fix: the branch number as a string, e.g. '
+            f'nvidia_driver_branch: "550".'
+        )
+    elif branch:
+        for requested in parsed:
+            if int(branch) < gpu_catalog.driver_version_key(requested["min_driver"])[0]:
+                problems.append(
+                    f"cuda_toolkit_versions {requested['text']} needs driver >= {requested['min_driver']}; "
+                    f'nvidia_driver_branch is {branch}. Fix: nvidia_driver_branch: "'
+                    f'{gpu_catalog.driver_version_key(requested["min_driver"])[0]}" or later, or a CUDA version '
+                    f"driver branch {branch} runs (the newest: {newest_cuda_for_branch(branch)})."
+                )
+    return problems
+
+
+def newest_cuda_for_branch(branch):
+    """The newest CUDA release (x.y) whose toolkit driver a driver branch satisfies ("535" -> "12.2")."""
+    best = None
+    for _label, number, driver in gpu_catalog.TOOLKIT_DRIVERS:
+        if gpu_catalog.driver_version_key(driver)[0] <= int(branch):
+            minor = ".".join(number.split(".")[:2])
+            if best is None or version_key(minor) > version_key(best):
+                best = minor
+    return best or "none"
+
+
+def distribution_plan(packages, versions, default, table, host):
+    """The toolkits the distribution source installs, or the problem.
+
+    packages: package_info's result for the table's package. versions: cuda_toolkit_versions ([] for the one the
+    source carries). table: the OS's layout (where, package, held, root with {version}, nvcc, links with
+    {multiarch}, multiarch, executables_of). Returns {"problem", "toolkits": [{version, major_minor, release, nvcc,
+    package, package_version, held, root, links, executables_of, nvcc_binary, priority, min_driver}], "default"};
+    default is the root /usr/local/cuda points at.
+    """
+    name, where = table["package"], table["where"]
+    info = packages.get(name) or {}
+    carried = list(info.get("available") or [])
+    if info.get("installed") and info["installed"] not in carried:
+        carried.append(info["installed"])
+    releases = {v: debian_toolkit_version(v) for v in carried}
+    releases = {v: r for v, r in releases.items() if r is not None}
+    if not releases:
+        return _problem(
+            f"{host}: {where} carry no version of {name}: the OS sources lack Debian's non-free component "
+            f"(Debian keeps the CUDA toolkit there). Fix: run stage 1 (os_baseline), which configures contrib, "
+            f"non-free and non-free-firmware, then run again."
+        )
+    described = ", ".join(
+        f"CUDA {r['release']} ({name} {v})"
+        for v, r in sorted(releases.items(), key=lambda i: functools.cmp_to_key(apt.compare_versions)(i[0]))
+    )
+    wanted = versions or [releases[_newest(releases)]["major_minor"]]
+    if len({parse_requested(v)["major_minor"] for v in wanted}) > 1:
+        return _problem(
+            f"{host}: cuda_toolkit_versions is {', '.join(map(str, wanted))}, but {where} carry one CUDA toolkit "
+            f'at a time ({described}). Fix: cuda_toolkit_versions: ["{releases[_newest(releases)]["major_minor"]}"], '
+            f"or cuda_toolkit_source: cuda_repo for several side by side (with NVIDIA's CUDA repository support)."
+        )
+    requested = parse_requested(wanted[0])
+    # The installed version is kept (pinned and held) as long as it is of the requested release.
+    matching = [
+        v
+        for v, r in releases.items()
+        if r["major_minor"] == requested["major_minor"] and requested["release"] in (None, r["release"])
+    ]
+    if not matching:
+        return _problem(
+            f'{host}: cuda_toolkit_versions names "{requested["text"]}", which {where} do not carry: they carry '
+            f'{described}. Fix: cuda_toolkit_versions: ["{releases[_newest(releases)]["major_minor"]}"], or '
+            f"cuda_toolkit_source: cuda_repo for other versions (with NVIDIA's CUDA repository support)."
+        )
+    chosen = info["installed"] if info.get("installed") in matching else apt.newest(matching)
+    release = releases[chosen]
+    toolkit = {
+        "version": requested["text"],
+        "major_minor": release["major_minor"],
+        "release": release["release"],
+        "nvcc": release["nvcc"],
+        "package_version": chosen,
+        "package": name,
+        "held": list(table["held"]),
+        "root": table["root"].replace("{version}", release["major_minor"]),
+        # What the root holds besides bin: its name -> the path in Debian's layout.
+        "links": [
+            {"name": name, "target": target.replace("{multiarch}", table["multiarch"])}
+            for name, target in sorted(table["links"].items())
+        ],
+        "executables_of": list(table["executables_of"]),
+        # The real nvcc, whose directory holds the host compiler wrappers it must find first on PATH.
+        "nvcc_binary": table["nvcc"],
+        # NVIDIA's packages register /usr/local/cuda at priority <major><minor> (12.4 -> 124): the same scale.
+        "priority": int(release["major_minor"].replace(".", "")),
+        "min_driver": gpu_catalog.cuda_min_driver(release["release"]),
+    }
+    return {"problem": None, "toolkits": [toolkit], "default": default_root([toolkit], default)}
+
+
+def default_root(toolkits, default):
+    """The CUDA root of the toolkit requested as default (its version as cuda_toolkit_versions names it), else of
+    the newest."""
+    for toolkit in toolkits:
+        if str(default) and toolkit["version"] == str(default):
+            return toolkit["root"]
+    return max(toolkits, key=lambda t: version_key(t["release"]))["root"]
+
+
+def _newest(releases):
+    return apt.newest(releases)
+
+
+def _problem(text):
+    return {"problem": text, "toolkits": [], "default": None}
+
+
+def driver_problem(plan, facts, host):
+    """Whether the node's driver runs the planned toolkits, and whether installing them would touch the driver.
+
+    facts: cuda_toolkit_facts' ansible_facts.cuda_toolkit (driver userland installed, the install simulated).
+    Returns the problem text (naming both versions and the fix) or None.
+    """
+    driver = facts["driver"]
+    simulation = facts["simulation"]
+    pulled = [p for p in simulation["install"] if p["driver"]]
+    requirement = simulation["driver_requirement"]
+    toolkit = ", ".join(f"CUDA {t['release']} ({t['package']} {t['package_version']})" for t in plan["toolkits"])
+    if driver["version"] is None:
+        return (
+            f"{host} has no NVIDIA driver userland installed (no package provides libcuda.so.1), and installing "
+            f"{toolkit} would pull one in: {_names(pulled) or 'libcuda1'}. The driver is stage 2's nvidia_driver role, "
+            f"pinned and held there. Fix: run playbooks/driver.yml first (a driver branch that runs "
+            f"{_needs(plan, requirement)}), then run again."
+        )
+    installed = f"{driver['version']} ({_names([driver['provider']])})"
+    newest = newest_cuda_for_branch(driver["version"].split(".")[0])
+    beside = (
+        f"installing it would put {_names(pulled)} beside the installed driver"
+        + (f" ({requirement['package']} depends on {requirement['relation']})" if requirement else "")
+        + ": two driver userlands on one node is a driver/library version mismatch (nvidia-smi and CUDA fail with "
+        "'Driver/library version mismatch')"
+    )
+    for t in plan["toolkits"]:
+        if not gpu_catalog.driver_at_least(driver["version"], t["min_driver"]):
+            branch = gpu_catalog.driver_version_key(t["min_driver"])[0]
+            return (
+                f"{host}: cuda_toolkit_versions {t['version']} (CUDA {t['release']}) needs driver >= "
+                f"{t['min_driver']}; the installed driver is {installed}"
+                + (f", and {beside}" if pulled else "")
+                + f'. Nothing was changed. Fix: nvidia_driver_branch: "{branch}" or later (playbooks/driver.yml), '
+                f"or a CUDA version driver {driver['version']} runs (the newest: {newest})."
+            )
+    if pulled:
+        return (
+            f"{host}: the installed driver {installed} runs {toolkit}, but {beside}. Nothing was changed. Fix: "
+            f"{_branch_for(requirement)} (playbooks/driver.yml), whose userland the toolkit accepts, or a toolkit "
+            f"built for driver {driver['version']} (cuda_toolkit_source: cuda_repo, with NVIDIA's CUDA repository "
+            f"support)."
+        )
+    if simulation["remove"]:
+        return (
+            f"{host}: installing {toolkit} would remove {_names(simulation['remove'])}. Nothing was changed. "
+            f"Fix: resolve the conflict with those packages first."
+        )
+    return None
+
+
+def _names(packages):
+    return ", ".join(f"{p['name']} {p['version']}" for p in packages)
+
+
+def _needs(plan, requirement):
+    minimum = max((t["min_driver"] for t in plan["toolkits"]), key=gpu_catalog.driver_version_key)
+    if requirement and gpu_catalog.driver_version_key(requirement["version"]) > gpu_catalog.driver_version_key(minimum):
+        minimum = requirement["version"]
+    return f"driver >= {minimum}"
+
+
+def _branch_for(requirement):
+    if requirement is None:
+        return "a driver branch"
+    return f'nvidia_driver_branch: "{gpu_catalog.driver_version_key(requirement["version"])[0]}" or later'
+
+
+def verify_problems(plan, packages, facts, profile, compiled, link):
+    """What the node, read again, lacks of the plan; [] when nothing.
+
+    packages: package_info's packages for the held names. facts: cuda_toolkit_facts' cuda_toolkit. profile: a login
+    shell's CUDA_HOME and `command -v nvcc`, one per line. compiled: cuda_compile_check's results, one per toolkit
+    root and then one for link (each with item, the root it compiled with).
+    """
+    problems = []
+    for toolkit in plan["toolkits"]:
+        installed = (packages.get(toolkit["package"]) or {}).get("installed")
+        if installed != toolkit["package_version"]:
+            problems.append(
+                f"{toolkit['package']} is installed at {installed or 'no version'}, not {toolkit['package_version']}"
+            )
+    held = sorted({name for t in plan["toolkits"] for name in t["held"]})
+    problems += [f"{name} is not held" for name in held if not (packages.get(name) or {}).get("held")]
+    if facts["driver"]["version"] is None:
+        problems.append("no NVIDIA driver userland is installed any more")
+    current = facts["alternatives"]["value"]
+    if current != plan["default"]:
+        problems.append(f"{link} points at {current or 'nothing'}, not {plan['default']}")
+    if list(profile) != [link, f"{link}/bin/nvcc"]:
+        got = [*profile, "", ""]
+        problems.append(
+            f"a login shell gets CUDA_HOME={got[0]} and nvcc {got[1] or 'not on PATH'}, not {link} and {link}/bin/nvcc"
+        )
+    roots = {t["root"]: t for t in plan["toolkits"]}
+    for result in compiled:
+        toolkit = roots.get(result["item"]) or roots[plan["default"]]
+        reported = (result.get("nvcc") or {}).get("version")
+        if reported != toolkit["nvcc"]:
+            problems.append(f"{result['item']}/bin/nvcc reports {reported}, not {toolkit['nvcc']}")
+        resolved = (result.get("libraries") or {}).get("resolved") or {}
+        runtime = [lib for lib in (result.get("libraries") or {}).get("needed", []) if lib.startswith("libcudart.so")]
+        if not runtime:
+            problems.append(f"the program compiled with {result['item']} does not link against libcudart")
+        problems += [f"{lib} (needed by the program compiled with {result['item']}) is not found" for lib in runtime
+                     if resolved.get(lib) is None]  # fmt: skip
+    return problems

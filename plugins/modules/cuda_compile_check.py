@@ -1,0 +1,140 @@
+#!/usr/bin/python
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: cuda_compile_check
+short_description: Compile and link a CUDA program with a toolkit's nvcc, and run it where a GPU is live
+version_added: 0.1.0
+description:
+  - Reads C(nvcc --version) of O(cuda_root), compiles and links O(source) with it against the shared CUDA runtime
+    (C(-cudart shared)) in a temporary directory, and reads which shared libraries the program needs and where the
+    dynamic linker finds them (C(readelf -d), C(ldd)).
+  - With O(run), runs the program (it needs a GPU and a loaded driver) and returns its output.
+  - The temporary directory is removed again; the node is left as it was, so the module never reports a change.
+author: gpuops.bringup developers (@gpuops)
+options:
+  cuda_root:
+    description: The CUDA root whose C(bin/nvcc) compiles (C(/usr/local/cuda), C(/usr/local/cuda-12.4)).
+    type: path
+    required: true
+  source:
+    description: The CUDA C++ program's text.
+    type: str
+    required: true
+  run:
+    description: Run the compiled program; its exit status must be 0.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - Commands run with C(LANG=C). A failed compile, link or run fails the task with the tool's output.
+"""
+
+EXAMPLES = r"""
+- name: Compile and link a CUDA program with the default toolkit
+  gpuops.bringup.cuda_compile_check:
+    cuda_root: /usr/local/cuda
+    source: "{{ lookup('ansible.builtin.file', 'cuda_check.cu') }}"
+  register: compiled
+
+- name: The program links against libcudart
+  ansible.builtin.assert:
+    that: compiled.libraries.needed | select('match', '^libcudart[.]so') | list != []
+"""
+
+RETURN = r"""
+nvcc:
+  description: C(release) and C(version) from C(nvcc --version).
+  returned: always
+  type: dict
+  sample: {"release": "12.4", "version": "12.4.131"}
+libraries:
+  description: >-
+    C(needed) (the program's NEEDED shared libraries, in order) and C(resolved) (library to the path C(ldd) finds,
+    null for one it does not find).
+  returned: always
+  type: dict
+  sample: {"needed": ["libcudart.so.12", "libstdc++.so.6", "libc.so.6"],
+           "resolved": {"libcudart.so.12": "/lib/x86_64-linux-gnu/libcudart.so.12"}}
+ran:
+  description: Whether the program ran (O(run)).
+  returned: always
+  type: bool
+output:
+  description: The program's standard output when it ran, else an empty string.
+  returned: always
+  type: str
+"""
+
+import os
+import shutil
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit
+from ansible_collections.gpuops.bringup.plugins.module_utils.command import C_LOCALE
+
+
+def check(module, root, source, run):
+    nvcc = os.path.join(root, "bin", "nvcc")
+    if not os.access(nvcc, os.X_OK):
+        module.fail_json(msg=f"{nvcc} is missing or not executable: {root} is not a CUDA root with bin/nvcc")
+    out = _run(module, [nvcc, "--version"], "nvcc --version")
+    version = cuda_toolkit.parse_nvcc_version(out)
+    if version is None:
+        module.fail_json(msg=f"{nvcc} --version printed no CUDA release: {out.strip()[-300:]}")
+    work = tempfile.mkdtemp(prefix="gpuops-cuda-check.")
+    try:
+        program = os.path.join(work, "cuda_check")
+        with open(program + ".cu", "w", encoding="utf-8") as handle:
+            handle.write(source)
+        _run(module, [nvcc, "-cudart", "shared", "-o", program, program + ".cu"], "compiling and linking", cwd=work)
+        needed = cuda_toolkit.parse_needed(_run(module, ["readelf", "-d", program], "readelf -d"))
+        resolved = cuda_toolkit.parse_ldd(_run(module, ["ldd", program], "ldd"))
+        output = _run(module, [program], "running the program") if run else ""
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "changed": False,
+        "nvcc": version,
+        "libraries": {"needed": needed, "resolved": resolved},
+        "ran": run,
+        "output": output,
+    }
+
+
+def _run(module, argv, what, cwd=None):
+    rc, out, err = module.run_command(argv, environ_update=C_LOCALE, cwd=cwd)
+    if rc != 0:
+        module.fail_json(msg=f"{what} failed (exit {rc}): {(err or out).strip()[-1500:]}", cmd=argv, rc=rc,
+                         stdout=out, stderr=err)  # fmt: skip
+    return out
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "cuda_root": {"type": "path", "required": True},
+            "source": {"type": "str", "required": True},
+            "run": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+    module.exit_json(**check(module, module.params["cuda_root"], module.params["source"], module.params["run"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""cuda_toolkit's bad input fails in preflight, before any change, with a message naming the variable, the value and
+the fix.
+
+Variable-only cases run against the machine running the tests. Cases that need an OS, package sources or an installed
+driver run against bench nodes (Debian 13 through the bench mirror): one with the Tesla 535 userland installed (the
+driver Debian 13's 12.4 toolkit does not accept: its libraries depend on libcuda1 >= 550, and apt would install the
+550 userland beside 535), one with the 550 userland, one without any driver, one without Debian's non-free component,
+one with Ubuntu's os-release. Their preflight reads the node and checks, in check mode, and changes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from preflight_harness import assert_fails_with, assert_passes_unchanged, bench_nodes, run_local, run_preflight
+
+PLAYBOOK = Path(__file__).with_name("cuda_toolkit_preflight.yml")
+TAG = "cuda_toolkit_preflight"
+GROUP = "cuda-preflight"
+
+LOCAL_CASES = {
+    "cuda_newer_than_the_driver_branch": (
+        {"nvidia_driver_branch": "535", "cuda_toolkit_versions": ["12.4"]},
+        [
+            "cuda_toolkit_versions 12.4 needs driver >= 550.54.14; nvidia_driver_branch is 535. Fix: "
+            'nvidia_driver_branch: "550" or later, or a CUDA version driver branch 535 runs (the newest: 12.2).'
+        ],
+    ),
+    "version_malformed": (
+        {"cuda_toolkit_versions": ["12"]},
+        ['cuda_toolkit_versions names "12", not a CUDA version. Fix: major.minor ("12.4",'],
+    ),
+    "version_nvidia_never_released": (
+        {"cuda_toolkit_versions": ["12.7"]},
+        [
+            "cuda_toolkit_versions names \"12.7\": CUDA '12.7' is not in NVIDIA's table of toolkit driver versions",
+            "Fix: a CUDA release NVIDIA has published.",
+        ],
+    ),
+    "same_minor_twice": (
+        {"cuda_toolkit_versions": ["12.4", "12.4.1"]},
+        ["cuda_toolkit_versions names CUDA 12.4 more than once (12.4, 12.4.1): one CUDA root per minor version."],
+    ),
+    "default_not_among_the_versions": (
+        {"cuda_toolkit_versions": ["12.4"], "cuda_toolkit_default": "12.8"},
+        [
+            'cuda_toolkit_default is "12.8", which is not among cuda_toolkit_versions (12.4): /usr/local/cuda can '
+            'only point at an installed toolkit. Fix: cuda_toolkit_default: "12.4"'
+        ],
+    ),
+    "default_without_versions": (
+        {"cuda_toolkit_default": "12.4"},
+        ['cuda_toolkit_default is "12.4" but cuda_toolkit_versions is empty', 'Fix: cuda_toolkit_versions: ["12.4"]'],
+    ),
+    "driver_branch_malformed": (
+        {"nvidia_driver_branch": "R550"},
+        ['nvidia_driver_branch is "R550", not a driver branch. Fix: the branch number as a string'],
+    ),
+    "source_not_there_yet": (
+        {"cuda_toolkit_source": "cuda_repo"},
+        ["value of cuda_toolkit_source must be one of: distribution, got: cuda_repo"],
+    ),
+}
+
+# node -> (image, packages installed from Debian 13's archive; None: keep the image's main-only sources).
+NODES = {
+    "tesla535": ("debian13", ["libnvidia-tesla-535-cuda1", "libnvidia-tesla-535-ml1"]),
+    "driver550": ("debian13", ["libcuda1", "libnvidia-ml1"]),
+    "nodriver": ("debian13", []),
+    "bare": ("debian13", None),
+    "ubuntu": ("debian12", None),
+}
+
+NODE_CASES = {
+    "toolkit_needs_a_newer_driver_than_installed": (
+        "tesla535",
+        {},
+        [
+            "tesla535: cuda_toolkit_versions 12.4 (CUDA 12.4.1) needs driver >= 550.54.15; the installed driver is "
+            "535.274.02 (libnvidia-tesla-535-cuda1 535.274.02-1~deb13u1), and installing it would put ",
+            "libcuda1 550.163.01-2",
+            "libnvidia-ml1 550.163.01-2",
+            # Several of the toolkit's libraries (nvidia-cuda-dev, libcuinj64-12.4...) carry the same requirement.
+            "depends on libcuda1 (>= 550) | libcuda.so.1 (>= 550) | libcuda-12.4-1): two driver userlands on one "
+            "node is a driver/library version mismatch",
+            'Nothing was changed. Fix: nvidia_driver_branch: "550" or later (playbooks/driver.yml), or a CUDA '
+            "version driver 535.274.02 runs (the newest: 12.2).",
+        ],
+    ),
+    "no_driver_installed": (
+        "nodriver",
+        {},
+        [
+            "nodriver has no NVIDIA driver userland installed (no package provides libcuda.so.1), and installing "
+            "CUDA 12.4.1 (nvidia-cuda-toolkit 12.4.131~12.4.1-2) would pull one in: ",
+            "libcuda1 550.163.01-2",
+            "Fix: run playbooks/driver.yml first (a driver branch that runs driver >= 550.54.15), then run again.",
+        ],
+    ),
+    "version_the_source_does_not_carry": (
+        "nodriver",
+        {"cuda_toolkit_versions": ["12.6"]},
+        [
+            'nodriver: cuda_toolkit_versions names "12.6", which Debian 13\'s own packages do not carry: they carry '
+            "CUDA 12.4.1 (nvidia-cuda-toolkit 12.4.131~12.4.1-2).",
+            'Fix: cuda_toolkit_versions: ["12.4"], or cuda_toolkit_source: cuda_repo',
+        ],
+    ),
+    "several_versions_from_the_distribution": (
+        "nodriver",
+        {"cuda_toolkit_versions": ["11.8", "12.4"]},
+        [
+            "nodriver: cuda_toolkit_versions is 11.8, 12.4, but Debian 13's own packages carry one CUDA toolkit at a "
+            "time (CUDA 12.4.1 (nvidia-cuda-toolkit 12.4.131~12.4.1-2)).",
+            "or cuda_toolkit_source: cuda_repo for several side by side",
+        ],
+    ),
+    "sources_without_non_free": (
+        "bare",
+        {},
+        [
+            "bare: Debian 13's own packages carry no version of nvidia-cuda-toolkit: the OS sources lack Debian's "
+            "non-free component",
+        ],
+    ),
+    "unsupported_os": (
+        "ubuntu",
+        {},
+        [
+            "cuda_toolkit_source is distribution (the OS's own packages), which this collection supports on Debian "
+            "12 and 13 (their non-free nvidia-cuda-toolkit); ubuntu runs Ubuntu 24.04",
+            "Fix: a supported release, or cuda_toolkit_source: cuda_repo",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOCAL_CASES))
+def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
+    variables, expected = LOCAL_CASES[case]
+    assert_fails_with(run_local(PLAYBOOK, TAG, tmp_path, variables), "localhost", expected)
+
+
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory):
+    """Bench nodes for the cases that need an OS, package sources or a driver; yields the inventory file."""
+    specs = [{"name": name, "image": image} for name, (image, _packages) in NODES.items()]
+    with bench_nodes(tmp_path_factory, GROUP, specs) as started:
+        for node, (_image, packages) in NODES.items():
+            if packages is None:
+                continue
+            # What stage 1 leaves behind, then the driver userland alone, as the driver role leaves it.
+            started.debian_sources(node, "trixie")
+            started.sh(node, "apt-get update -qq")
+            if packages:
+                started.sh(node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
+                                 + " ".join(packages))  # fmt: skip
+        started.ubuntu("ubuntu")
+        yield started.inventory
+
+
+@pytest.mark.parametrize("case", sorted(NODE_CASES))
+def test_bad_input_on_a_node_fails_in_preflight(tmp_path: Path, nodes: Path, case: str) -> None:
+    node, variables, expected = NODE_CASES[case]
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit=node)
+    assert_fails_with(proc, node, expected)
+
+
+def test_valid_input_passes_preflight_and_changes_nothing(tmp_path: Path, nodes: Path) -> None:
+    """The control: CUDA 12.4 on the node with the 550 userland passes, so the failures above come from the input."""
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], {"cuda_toolkit_versions": ["12.4"]},
+                         limit="driver550")  # fmt: skip
+    output = assert_passes_unchanged(proc, "driver550")
+    assert (
+        "driver550: CUDA 12.4.1 (nvcc 12.4.131, nvidia-cuda-toolkit 12.4.131~12.4.1-2) under "
+        "/usr/local/lib/gpuops/cuda-12.4; /usr/local/cuda -> /usr/local/lib/gpuops/cuda-12.4; driver 550.163.01 "
+        "(needs >= 550.54.15)." in output
+    ), output[-3000:]

@@ -1,0 +1,53 @@
+"""The cuda_* filters through Ansible's own templating, as the role calls them."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.bringup.plugins.filter import cuda
+
+LAYOUT = {
+    "where": "Debian 13's own packages",
+    "package": "nvidia-cuda-toolkit",
+    "held": ["nvidia-cuda-toolkit", "nvidia-cuda-dev"],
+    "root": "/usr/local/lib/gpuops/cuda-{version}",
+    "nvcc": "/usr/lib/nvidia-cuda-toolkit/bin/nvcc",
+    "executables_of": ["nvidia-cuda-toolkit"],
+    "links": {"include": "/usr/include"},
+    "multiarch": "x86_64-linux-gnu",
+}
+PACKAGES = {"nvidia-cuda-toolkit": {"installed": None, "available": ["12.4.131~12.4.1-2"]}}
+
+
+def test_the_filters_are_registered():
+    assert sorted(cuda.FilterModule().filters()) == [
+        "cuda_toolkit_driver_problem",
+        "cuda_toolkit_input_problems",
+        "cuda_toolkit_plan",
+        "cuda_toolkit_verify_problems",
+    ]
+
+
+def test_input_problems_and_plan():
+    assert cuda.cuda_toolkit_input_problems("distribution", ["12.4"], "", "550") == []
+    assert len(cuda.cuda_toolkit_input_problems("distribution", ["12.4"], "", "535")) == 1
+    plan = cuda.cuda_toolkit_plan(PACKAGES, ["12.4"], "", LAYOUT, "n1")
+    assert plan["default"] == "/usr/local/lib/gpuops/cuda-12.4"
+    facts = {"driver": {"version": "550.163.01", "provider": {"name": "libcuda1", "version": "550.163.01-2"},
+                        "packages": []},
+             "simulation": {"install": [], "remove": [], "driver_requirement": None}}  # fmt: skip
+    assert cuda.cuda_toolkit_driver_problem(plan, facts, "n1") is None
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: cuda.cuda_toolkit_plan([], [], "", LAYOUT, "n1"), "cuda_toolkit_plan needs package_info's packages"),
+        (lambda: cuda.cuda_toolkit_driver_problem({}, None, "n1"), "needs cuda_toolkit_facts' cuda_toolkit"),
+        (lambda: cuda.cuda_toolkit_verify_problems(None, {}, {}, [], [], "/usr/local/cuda"), "cuda_toolkit_plan's"),
+    ],
+)
+def test_wrong_arguments_are_filter_errors(call, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        call()

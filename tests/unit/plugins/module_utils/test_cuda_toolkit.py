@@ -1,0 +1,370 @@
+"""cuda_toolkit's parsers and decisions, on outputs captured in the bench's Debian 12 and 13 containers
+(2026-11-29: trixie with the Tesla 535 or the 550 userland, bookworm fresh) and nvcc 12.4.131 there."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit
+
+TRIXIE = "12.4.131~12.4.1-2"
+BOOKWORM = "11.8.89~11.8.0-5~deb12u1"
+LAYOUT = {
+    "where": "Debian 13's own packages",
+    "package": "nvidia-cuda-toolkit",
+    "held": ["nvidia-cuda-toolkit", "nvidia-cuda-dev"],
+    "root": "/usr/local/lib/gpuops/cuda-{version}",
+    "nvcc": "/usr/lib/nvidia-cuda-toolkit/bin/nvcc",
+    "executables_of": ["nvidia-cuda-toolkit"],
+    "links": {"include": "/usr/include", "lib64": "/usr/lib/{multiarch}"},
+    "multiarch": "x86_64-linux-gnu",
+}
+NVCC = """nvcc: NVIDIA (R) Cuda compiler driver
+Copyright (c) 2005-2024 NVIDIA Corporation
+Built on Thu_Mar_28_02:18:24_PDT_2024
+Cuda compilation tools, release 12.4, V12.4.131
+Build cuda_12.4.r12.4/compiler.34097967_0
+"""
+# apt-get --simulate --no-install-recommends install nvidia-cuda-toolkit=12.4.131~12.4.1-2 on trixie with
+# libnvidia-tesla-535-cuda1 and -ml1 installed and held (excerpt: the driver packages and two of the toolkit's).
+SIMULATION_ON_535 = """NOTE: This is only a simulation!
+      apt-get needs root privileges for real execution.
+Reading package lists...
+Inst pci.ids (0.0~2025.06.09-1 Debian:13.8/stable [all])
+Inst nvidia-alternative (550.163.01-2 Debian:13.8/stable [amd64])
+Inst libcuda1 (550.163.01-2 Debian:13.8/stable [amd64])
+Inst libcudart12 (12.4.127~12.4.1-2 Debian:13.8/stable [amd64])
+Inst libnvidia-ml1 (550.163.01-2 Debian:13.8/stable [amd64])
+Inst nvidia-cuda-dev (12.4.127~12.4.1-2 Debian:13.8/stable [amd64])
+Inst libfoo:amd64 [1.0-1] (1.1-1 Debian:13.8/stable [amd64])
+Remv libbar [2.0-1]
+Conf libcuda1 (550.163.01-2 Debian:13.8/stable [amd64])
+"""
+# apt-cache show of two of them, the long Provides and Depends fields cut to their relevant part.
+SHOW = """Package: libcuda1
+Source: nvidia-graphics-drivers
+Version: 550.163.01-2
+Provides: libcuda-12.4-1, libcuda.so.1 (= 550.163.01), libcuda1-any
+Depends: nvidia-support, nvidia-alternative (= 550.163.01-2)
+
+Package: nvidia-cuda-dev
+Source: nvidia-cuda-toolkit (12.4.1-2)
+Version: 12.4.127~12.4.1-2
+Depends: libcudart12 (= 12.4.127~12.4.1-2), libnvidia-ml-dev (= 12.4.127~12.4.1-2),
+ libcuda1 (>= 550) | libcuda.so.1 (>= 550) | libcuda-12.4-1
+Description: NVIDIA CUDA development files
+
+Package: libnvidia-ml-dev
+Version: 12.4.127~12.4.1-2
+Source: nvidia-cuda-toolkit (12.4.1-2)
+Depends: libnvidia-ml1 (>= 550) | libnvidia-ml.so.1 (>= 550)
+"""
+
+
+def info(*available, installed=None):
+    candidate = available[0] if available else None
+    return {
+        "nvidia-cuda-toolkit": {
+            "installed": installed, "held": False, "broken": False, "candidate": candidate, "available": list(available)
+        }
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("12.4", {"text": "12.4", "major_minor": "12.4", "release": None}),
+        ("12.4.1", {"text": "12.4.1", "major_minor": "12.4", "release": "12.4.1"}),
+        (" 11.8 ", {"text": "11.8", "major_minor": "11.8", "release": None}),
+        ("12", None),
+        ("12.4 Update 1", None),
+        ("latest", None),
+    ],
+)
+def test_requested_versions(text, expected):
+    assert cuda_toolkit.parse_requested(text) == expected
+
+
+def test_nvcc_version():
+    assert cuda_toolkit.parse_nvcc_version(NVCC) == {"release": "12.4", "version": "12.4.131"}
+    assert cuda_toolkit.parse_nvcc_version("sh: 1: nvcc: not found") is None
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        (TRIXIE, {"nvcc": "12.4.131", "release": "12.4.1", "major_minor": "12.4"}),
+        (BOOKWORM, {"nvcc": "11.8.89", "release": "11.8.0", "major_minor": "11.8"}),
+        ("550.163.01-2", None),
+    ],
+)
+def test_debian_toolkit_versions(version, expected):
+    assert cuda_toolkit.debian_toolkit_version(version) == expected
+
+
+def test_simulation_lists_installs_upgrades_and_removals():
+    planned = cuda_toolkit.parse_simulation(SIMULATION_ON_535)
+    assert [p["name"] for p in planned["install"]] == [
+        "pci.ids", "nvidia-alternative", "libcuda1", "libcudart12", "libnvidia-ml1", "nvidia-cuda-dev", "libfoo",
+    ]  # fmt: skip
+    assert planned["install"][2] == {"name": "libcuda1", "version": "550.163.01-2", "upgrade_from": None}
+    assert planned["install"][-1] == {"name": "libfoo", "version": "1.1-1", "upgrade_from": "1.0-1"}
+    assert planned["remove"] == [{"name": "libbar", "version": "2.0-1"}]
+
+
+def test_control_stanzas_and_the_driver_packages_among_them():
+    stanzas = cuda_toolkit.parse_control(SHOW)
+    assert [s["Package"] for s in stanzas] == ["libcuda1", "nvidia-cuda-dev", "libnvidia-ml-dev"]
+    assert stanzas[1]["Depends"].endswith("libcuda1 (>= 550) | libcuda.so.1 (>= 550) | libcuda-12.4-1")
+    assert [cuda_toolkit.source_name(s) for s in stanzas] == ["nvidia-graphics-drivers", "nvidia-cuda-toolkit",
+                                                              "nvidia-cuda-toolkit"]  # fmt: skip
+    assert [cuda_toolkit.is_driver_package(s) for s in stanzas] == [True, False, False]
+    assert cuda_toolkit.provided_driver_version(stanzas[0]) == "550.163.01"
+    assert cuda_toolkit.provided_driver_version(stanzas[1]) is None
+    tesla = {"Package": "libnvidia-tesla-535-cuda1", "Source": "nvidia-graphics-drivers-tesla-535"}
+    assert cuda_toolkit.is_driver_package(tesla)
+
+
+def test_the_driver_the_toolkit_libraries_require():
+    assert cuda_toolkit.driver_library_minimum(cuda_toolkit.parse_control(SHOW)) == {
+        "version": "550",
+        "package": "nvidia-cuda-dev",
+        "relation": "libcuda1 (>= 550) | libcuda.so.1 (>= 550) | libcuda-12.4-1",
+    }
+    assert cuda_toolkit.driver_library_minimum([{"Package": "x", "Depends": "libc6 (>= 2.34)"}]) is None
+
+
+def test_alternatives_query():
+    text = (
+        "Name: cuda\nLink: /usr/local/cuda\nStatus: manual\nBest: /usr/local/cuda-12.8\n"
+        "Value: /usr/local/lib/gpuops/cuda-12.4\n\n"
+        "Alternative: /usr/local/cuda-12.8\nPriority: 128\n\n"
+        "Alternative: /usr/local/lib/gpuops/cuda-12.4\nPriority: 124\n"
+    )
+    assert cuda_toolkit.parse_alternatives(text) == {
+        "link": "/usr/local/cuda",
+        "status": "manual",
+        "value": "/usr/local/lib/gpuops/cuda-12.4",
+        "choices": {"/usr/local/cuda-12.8": 128, "/usr/local/lib/gpuops/cuda-12.4": 124},
+    }
+    assert cuda_toolkit.parse_alternatives("")["choices"] == {}
+
+
+def test_ldd_and_readelf():
+    ldd = (
+        "\tlinux-vdso.so.1 (0x00007f04b0245000)\n"
+        "\tlibcudart.so.12 => /lib/x86_64-linux-gnu/libcudart.so.12 (0x00007f04afe00000)\n"
+        "\tlibmissing.so.1 => not found\n"
+    )
+    assert cuda_toolkit.parse_ldd(ldd) == {
+        "libcudart.so.12": "/lib/x86_64-linux-gnu/libcudart.so.12",
+        "libmissing.so.1": None,
+    }
+    readelf = (
+        " 0x0000000000000001 (NEEDED)             Shared library: [libcudart.so.12]\n"
+        " 0x0000000000000001 (NEEDED)             Shared library: [libc.so.6]\n"
+        " 0x000000000000000c (INIT)               0x1000\n"
+    )
+    assert cuda_toolkit.parse_needed(readelf) == ["libcudart.so.12", "libc.so.6"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("distribution", ["12.4"], "", ""), []),
+        (("distribution", [], "", "550"), []),
+        (("distribution", ["12.4"], "12.4", "550"), []),
+        (("cuda_repo", [], "", ""), ["cuda_toolkit_source is 'cuda_repo', which this collection does not know."]),
+        (("distribution", "12.4", "", ""), ["cuda_toolkit_versions is '12.4', not a list."]),
+        (("distribution", ["12"], "", ""), ['cuda_toolkit_versions names "12", not a CUDA version.']),
+        (("distribution", ["12.7"], "", ""), ["CUDA '12.7' is not in NVIDIA's table"]),
+        (("distribution", ["12.4", "12.4.1"], "", ""), ["names CUDA 12.4 more than once"]),
+        (("distribution", ["12.4"], "12.6", ""), ['cuda_toolkit_default is "12.6", which is not among']),
+        (("distribution", [], "12.4", ""), ['cuda_toolkit_default is "12.4" but cuda_toolkit_versions is empty']),
+        (("distribution", [], "", "R550"), ['nvidia_driver_branch is "R550", not a driver branch.']),
+        (
+            ("distribution", ["12.4", "12.8"], "", "550"),
+            ['cuda_toolkit_versions 12.8 needs driver >= 570.26; nvidia_driver_branch is 550. Fix: '
+             'nvidia_driver_branch: "570" or later, or a CUDA version driver branch 550 runs (the newest: 12.4).'],
+        ),
+        (("distribution", ["12.4.1"], "", "535"), ["cuda_toolkit_versions 12.4.1 needs driver >= 550.54.15"]),
+    ],
+)  # fmt: skip
+def test_input_problems(args, expected):
+    problems = cuda_toolkit.input_problems(*args)
+    assert len(problems) == len(expected), problems
+    for problem, text in zip(problems, expected, strict=True):
+        assert text in problem
+
+
+@pytest.mark.parametrize(("branch", "newest"), [("535", "12.2"), ("550", "12.4"), ("570", "12.8"), ("450", "11.0")])
+def test_newest_cuda_a_branch_runs(branch, newest):
+    assert cuda_toolkit.newest_cuda_for_branch(branch) == newest
+
+
+def test_distribution_plan_resolves_the_carried_release():
+    plan = cuda_toolkit.distribution_plan(info(TRIXIE), ["12.4"], "", LAYOUT, "n1")
+    assert plan["problem"] is None
+    assert plan["default"] == "/usr/local/lib/gpuops/cuda-12.4"
+    assert plan["toolkits"] == [
+        {
+            "version": "12.4",
+            "major_minor": "12.4",
+            "release": "12.4.1",
+            "nvcc": "12.4.131",
+            "package_version": TRIXIE,
+            "package": "nvidia-cuda-toolkit",
+            "held": ["nvidia-cuda-toolkit", "nvidia-cuda-dev"],
+            "root": "/usr/local/lib/gpuops/cuda-12.4",
+            "links": [
+                {"name": "include", "target": "/usr/include"},
+                {"name": "lib64", "target": "/usr/lib/x86_64-linux-gnu"},
+            ],
+            "executables_of": ["nvidia-cuda-toolkit"],
+            "nvcc_binary": "/usr/lib/nvidia-cuda-toolkit/bin/nvcc",
+            "priority": 124,
+            "min_driver": "550.54.15",
+        }
+    ]
+
+
+def test_distribution_plan_keeps_the_installed_version_and_defaults_to_the_one_carried():
+    newer = "12.4.131~12.4.1-3"
+    plan = cuda_toolkit.distribution_plan(info(newer, TRIXIE, installed=TRIXIE), [], "", LAYOUT, "n1")
+    assert plan["toolkits"][0]["package_version"] == TRIXIE
+    assert plan["toolkits"][0]["version"] == "12.4"
+    fresh = cuda_toolkit.distribution_plan(info(newer, TRIXIE), ["12.4.1"], "12.4.1", LAYOUT, "n1")
+    assert fresh["toolkits"][0]["package_version"] == newer
+
+
+@pytest.mark.parametrize(
+    ("packages", "versions", "expected"),
+    [
+        (info(), [], "n1: Debian 13's own packages carry no version of nvidia-cuda-toolkit: the OS sources lack"),
+        (
+            info(TRIXIE),
+            ["12.6"],
+            "n1: cuda_toolkit_versions names \"12.6\", which Debian 13's own packages do not carry: they carry CUDA "
+            "12.4.1 (nvidia-cuda-toolkit 12.4.131~12.4.1-2). Fix: cuda_toolkit_versions: [\"12.4\"]",
+        ),
+        (info(TRIXIE), ["12.4.0"], 'cuda_toolkit_versions names "12.4.0", which Debian 13'),
+        (info(TRIXIE), ["11.8", "12.4"], "n1: cuda_toolkit_versions is 11.8, 12.4, but Debian 13's own packages carry "
+                                         "one CUDA toolkit at a time"),
+    ],
+)  # fmt: skip
+def test_distribution_plan_problems(packages, versions, expected):
+    plan = cuda_toolkit.distribution_plan(packages, versions, "", LAYOUT, "n1")
+    assert expected in plan["problem"]
+    assert plan["toolkits"] == []
+
+
+def facts(version=None, provider=None, install=(), remove=(), requirement=None):
+    return {
+        "driver": {"version": version, "provider": provider, "packages": [provider] if provider else []},
+        "simulation": {"ok": True, "error": None, "install": list(install), "remove": list(remove),
+                       "driver_requirement": requirement},
+        "alternatives": {"link": None, "status": None, "value": None, "choices": {}, "exists": False},
+        "executables": [],
+    }  # fmt: skip
+
+
+PLAN = cuda_toolkit.distribution_plan(info(TRIXIE), ["12.4"], "", LAYOUT, "n1")
+TESLA = {"name": "libnvidia-tesla-535-cuda1", "version": "535.274.02-1~deb13u1"}
+CURRENT = {"name": "libcuda1", "version": "550.163.01-2"}
+PULLED = [
+    {"name": "libcuda1", "version": "550.163.01-2", "upgrade_from": None, "source": "nvidia-graphics-drivers",
+     "driver": True},
+    {"name": "nvidia-cuda-dev", "version": "12.4.127~12.4.1-2", "upgrade_from": None, "source": "nvidia-cuda-toolkit",
+     "driver": False},
+]  # fmt: skip
+REQUIREMENT = {"version": "550", "package": "nvidia-cuda-dev", "relation": "libcuda1 (>= 550) | libcuda.so.1 (>= 550)"}
+
+
+def test_a_driver_that_runs_the_toolkit_and_stays_alone_is_no_problem():
+    assert cuda_toolkit.driver_problem(PLAN, facts("550.163.01", CURRENT, PULLED[1:], (), REQUIREMENT), "n1") is None
+
+
+def test_an_older_driver_names_both_versions_the_pull_and_the_fix():
+    problem = cuda_toolkit.driver_problem(PLAN, facts("535.274.02", TESLA, PULLED, (), REQUIREMENT), "n1")
+    assert problem.startswith(
+        "n1: cuda_toolkit_versions 12.4 (CUDA 12.4.1) needs driver >= 550.54.15; the installed driver is 535.274.02 "
+        "(libnvidia-tesla-535-cuda1 535.274.02-1~deb13u1), and installing it would put libcuda1 550.163.01-2 beside "
+        "the installed driver (nvidia-cuda-dev depends on libcuda1 (>= 550) | libcuda.so.1 (>= 550))"
+    )
+    assert problem.endswith(
+        'Nothing was changed. Fix: nvidia_driver_branch: "550" or later (playbooks/driver.yml), or a CUDA version '
+        "driver 535.274.02 runs (the newest: 12.2)."
+    )
+
+
+def test_a_driver_new_enough_that_the_install_would_still_duplicate_is_refused():
+    """A 550 driver from elsewhere (say NVIDIA's repository) that Debian's packages do not count as libcuda1."""
+    other = {"name": "libnvidia-compute-550", "version": "550.54.15-1"}
+    problem = cuda_toolkit.driver_problem(PLAN, facts("550.54.15", other, PULLED, (), REQUIREMENT), "n1")
+    assert problem.startswith(
+        "n1: the installed driver 550.54.15 (libnvidia-compute-550 550.54.15-1) runs CUDA 12.4.1 (nvidia-cuda-toolkit "
+        "12.4.131~12.4.1-2), but installing it would put libcuda1 550.163.01-2 beside the installed driver"
+    )
+    assert 'Fix: nvidia_driver_branch: "550" or later (playbooks/driver.yml)' in problem
+
+
+def test_no_driver_and_removals_are_refused():
+    problem = cuda_toolkit.driver_problem(PLAN, facts(None, None, PULLED, (), REQUIREMENT), "n1")
+    assert problem.startswith("n1 has no NVIDIA driver userland installed (no package provides libcuda.so.1)")
+    assert "would pull one in: libcuda1 550.163.01-2" in problem
+    assert "Fix: run playbooks/driver.yml first (a driver branch that runs driver >= 550.54.15)" in problem
+    removing = facts("550.163.01", CURRENT, (), [{"name": "libbar", "version": "2.0-1"}])
+    assert "would remove libbar 2.0-1. Nothing was changed." in cuda_toolkit.driver_problem(PLAN, removing, "n1")
+
+
+def test_default_root():
+    toolkits = [{"version": "12.4", "release": "12.4.1", "root": "/a"}, {"version": "12.8", "release": "12.8.0",
+                                                                         "root": "/b"}]  # fmt: skip
+    assert cuda_toolkit.default_root(toolkits, "") == "/b"
+    assert cuda_toolkit.default_root(toolkits, "12.4") == "/a"
+
+
+def verified(**changes):
+    base = {
+        "packages": {"nvidia-cuda-toolkit": {"installed": TRIXIE, "held": True},
+                     "nvidia-cuda-dev": {"installed": "12.4.127~12.4.1-2", "held": True}},
+        "facts": dict(facts("550.163.01", CURRENT), alternatives={"value": "/usr/local/lib/gpuops/cuda-12.4"}),
+        "profile": ["/usr/local/cuda", "/usr/local/cuda/bin/nvcc"],
+        "compiled": [
+            {"item": root, "nvcc": {"release": "12.4", "version": "12.4.131"},
+             "libraries": {"needed": ["libcudart.so.12", "libc.so.6"],
+                           "resolved": {"libcudart.so.12": "/lib/x86_64-linux-gnu/libcudart.so.12"}}}
+            for root in ("/usr/local/lib/gpuops/cuda-12.4", "/usr/local/cuda")
+        ],
+    }  # fmt: skip
+    base.update(changes)
+    return cuda_toolkit.verify_problems(PLAN, base["packages"], base["facts"], base["profile"], base["compiled"],
+                                        "/usr/local/cuda")  # fmt: skip
+
+
+def test_a_converged_node_has_no_verify_problem():
+    assert verified() == []
+
+
+def test_verify_problems_name_what_is_off():
+    assert verified(packages={"nvidia-cuda-toolkit": {"installed": "12.4.131~12.4.1-3", "held": False}}) == [
+        "nvidia-cuda-toolkit is installed at 12.4.131~12.4.1-3, not 12.4.131~12.4.1-2",
+        "nvidia-cuda-dev is not held",
+        "nvidia-cuda-toolkit is not held",
+    ]
+    assert verified(facts=dict(facts(), alternatives={"value": None})) == [
+        "no NVIDIA driver userland is installed any more",
+        "/usr/local/cuda points at nothing, not /usr/local/lib/gpuops/cuda-12.4",
+    ]
+    assert verified(profile=["/usr"]) == [
+        "a login shell gets CUDA_HOME=/usr and nvcc not on PATH, not /usr/local/cuda and /usr/local/cuda/bin/nvcc"
+    ]
+    bad = [{"item": "/usr/local/cuda", "nvcc": {"release": "12.4", "version": "12.4.99"},
+            "libraries": {"needed": ["libcudart.so.12"], "resolved": {"libcudart.so.12": None}}},
+           {"item": "/usr/local/lib/gpuops/cuda-12.4", "nvcc": {"release": "12.4", "version": "12.4.131"},
+            "libraries": {"needed": ["libc.so.6"], "resolved": {}}}]  # fmt: skip
+    assert verified(compiled=bad) == [
+        "/usr/local/cuda/bin/nvcc reports 12.4.99, not 12.4.131",
+        "libcudart.so.12 (needed by the program compiled with /usr/local/cuda) is not found",
+        "the program compiled with /usr/local/lib/gpuops/cuda-12.4 does not link against libcudart",
+    ]

@@ -1,0 +1,102 @@
+"""cuda_toolkit_facts' main() with dpkg-query, apt-get --simulate, apt-cache show and update-alternatives outputs
+captured in the bench's Debian 13 container with the Tesla 535 userland (2026-11-29), cut to what matters."""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.bringup.plugins.modules import cuda_toolkit_facts
+
+TOOLS = {
+    "dpkg-query": "/usr/bin/dpkg-query",
+    "apt-get": "/usr/bin/apt-get",
+    "apt-cache": "/usr/bin/apt-cache",
+    "update-alternatives": "/usr/bin/update-alternatives",
+}
+SPEC = "nvidia-cuda-toolkit=12.4.131~12.4.1-2"
+INSTALLED = (
+    "libnvidia-tesla-535-cfg1\t\t\t\tun \n"
+    "libnvidia-tesla-535-cuda1\t535.274.02-1~deb13u1\tnvidia-graphics-drivers-tesla-535\tlibcuda-12.2-1, "
+    "libcuda.so.1 (= 535.274.02), libcuda1-any\thi \n"
+    "libnvidia-tesla-535-ml1\t535.274.02-1~deb13u1\tnvidia-graphics-drivers-tesla-535\tlibnvidia-ml.so.1 "
+    "(= 535.274.02)\thi \n"
+    "libc6\t2.41-12\tglibc\t\tii \n"
+)
+SIMULATION = (
+    "Reading package lists...\n"
+    "Inst libcuda1 (550.163.01-2 Debian:13.8/stable [amd64])\n"
+    "Inst nvidia-cuda-dev (12.4.127~12.4.1-2 Debian:13.8/stable [amd64])\n"
+    "Conf libcuda1 (550.163.01-2 Debian:13.8/stable [amd64])\n"
+)
+SHOW = (
+    "Package: libcuda1\nSource: nvidia-graphics-drivers\nVersion: 550.163.01-2\n"
+    "Provides: libcuda.so.1 (= 550.163.01)\n\n"
+    "Package: nvidia-cuda-dev\nSource: nvidia-cuda-toolkit (12.4.1-2)\nVersion: 12.4.127~12.4.1-2\n"
+    "Depends: libcudart12 (= 12.4.127~12.4.1-2), libcuda1 (>= 550) | libcuda.so.1 (>= 550) | libcuda-12.4-1\n"
+)
+FILES = "/.\n/usr/bin\n/usr/bin/nvcc\n/etc/nvcc.profile\n"
+NO_CUDA = (2, "", "update-alternatives: error: no alternatives for cuda\n")
+QUERY = ("/usr/bin/dpkg-query", "-W", "-f", cuda_toolkit_facts.INSTALLED_FORMAT)
+SIMULATE = ("/usr/bin/apt-get", "--simulate", "--quiet", "--no-install-recommends", "install", "--", SPEC)
+ALTERNATIVES = ("/usr/bin/update-alternatives", "--query", "cuda")
+
+
+def test_a_535_node_would_get_the_550_userland(run_module, command_table):
+    table = command_table(
+        TOOLS,
+        {
+            QUERY: (0, INSTALLED, ""),
+            SIMULATE: (0, SIMULATION, ""),
+            ("/usr/bin/apt-cache", "show", "--no-all-versions", "--", "libcuda1=550.163.01-2",
+             "nvidia-cuda-dev=12.4.127~12.4.1-2"): (0, SHOW, ""),
+            ALTERNATIVES: NO_CUDA,
+        },
+    )  # fmt: skip
+    result, failed = run_module(cuda_toolkit_facts.main, {"install": [SPEC]}, table, check_mode=True)
+    assert not failed
+    assert result["changed"] is False
+    facts = result["ansible_facts"]["cuda_toolkit"]
+    tesla = {"name": "libnvidia-tesla-535-cuda1", "version": "535.274.02-1~deb13u1"}
+    assert facts["driver"] == {
+        "version": "535.274.02",
+        "provider": tesla,
+        "packages": [tesla, {"name": "libnvidia-tesla-535-ml1", "version": "535.274.02-1~deb13u1"}],
+    }
+    simulation = facts["simulation"]
+    assert simulation["ok"] and simulation["remove"] == []
+    assert [(p["name"], p["source"], p["driver"]) for p in simulation["install"]] == [
+        ("libcuda1", "nvidia-graphics-drivers", True),
+        ("nvidia-cuda-dev", "nvidia-cuda-toolkit", False),
+    ]
+    assert simulation["driver_requirement"]["version"] == "550"
+    assert facts["alternatives"]["exists"] is False and facts["alternatives"]["choices"] == {}
+    assert facts["executables"] == []
+
+
+def test_apt_refusing_the_install_is_reported_not_raised(run_module, command_table):
+    table = command_table(
+        TOOLS,
+        {
+            QUERY: (0, "", ""),
+            SIMULATE: (100, "", "E: Unable to correct problems, you have held broken packages.\n"),
+            ALTERNATIVES: (0, "Name: cuda\nLink: /usr/local/cuda\nStatus: auto\nValue: /usr/local/cuda-12.4\n\n"
+                              "Alternative: /usr/local/cuda-12.4\nPriority: 124\n", ""),
+            ("/usr/bin/dpkg-query", "-L", "--", "nvidia-cuda-toolkit"): (0, FILES, ""),
+        },
+    )  # fmt: skip
+    args = {"install": [SPEC], "executables_of": ["nvidia-cuda-toolkit"]}
+    result, failed = run_module(cuda_toolkit_facts.main, args, table)
+    assert not failed
+    facts = result["ansible_facts"]["cuda_toolkit"]
+    assert facts["driver"] == {"version": None, "provider": None, "packages": []}
+    assert facts["simulation"]["ok"] is False
+    assert facts["simulation"]["error"] == "E: Unable to correct problems, you have held broken packages."
+    assert facts["alternatives"]["value"] == "/usr/local/cuda-12.4"
+    assert facts["alternatives"]["choices"] == {"/usr/local/cuda-12.4": 124}
+    assert facts["executables"] == ["/usr/bin/nvcc"]
+
+
+def test_a_failing_dpkg_query_fails_the_task(run_module, command_table):
+    table = command_table(TOOLS, {QUERY: (2, "", "dpkg-query: error: cannot read /var/lib/dpkg/status\n"),
+                                  ALTERNATIVES: NO_CUDA})  # fmt: skip
+    result, failed = run_module(cuda_toolkit_facts.main, {}, table)
+    assert failed
+    assert result["msg"] == "dpkg-query failed with return code 2: dpkg-query: error: cannot read /var/lib/dpkg/status"
