@@ -1,0 +1,287 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The NVIDIA runtime in containerd, Docker and CRI-O configurations, and nvidia-ctk's outputs: pure functions.
+
+Each runtime's own configuration belongs to whoever installed the runtime (a package, Kubespray, the Kubernetes
+stage): the nvidia runtime goes into a drop-in file, and the owner's file is only ever given the one line that
+imports it (containerd) or a merged key (Docker's daemon.json has no drop-ins).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11: the node's Python is checked by the caller (tomllib_missing).
+    tomllib = None
+
+CRI_PLUGIN = "io.containerd.grpc.v1.cri"
+RUNC_V2 = "io.containerd.runc.v2"
+RUNTIME_NAME = "nvidia"
+HEADER = "# Managed by gpuops.bringup (nvidia_container_toolkit): edit the inventory, not this file.\n"
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_CTK_VERSION = re.compile(r"^NVIDIA Container Toolkit CLI version (\S+)", re.MULTILINE)
+_CDI_DEVICE = re.compile(r"^([a-z0-9][a-z0-9.-]*/[a-zA-Z0-9][a-zA-Z0-9_.-]*=\S+)$", re.MULTILINE)
+
+
+class ConfigProblem(Exception):
+    """A runtime configuration the role cannot merge into; the message says which file, why and the fix."""
+
+
+def tomllib_missing():
+    return tomllib is None
+
+
+# --- TOML ---------------------------------------------------------------------------------------------------------
+
+
+def _key(key):
+    return key if _BARE_KEY.match(key) else json.dumps(key)
+
+
+def _value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        # JSON's string escapes are valid TOML basic-string escapes.
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
+    raise ValueError(f"cannot write {type(value).__name__} {value!r} as TOML")
+
+
+def toml_dumps(data, _path=()):
+    """TOML for nested mappings of strings, numbers, booleans and lists (the shapes runtime configurations use)."""
+    scalars = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    tables = {k: v for k, v in data.items() if isinstance(v, dict)}
+    out = []
+    if _path and (scalars or not tables):
+        out.append("[" + ".".join(_key(p) for p in _path) + "]\n")
+    out += [f"{_key(k)} = {_value(v)}\n" for k, v in scalars.items()]
+    for key, table in tables.items():
+        sub = toml_dumps(table, (*_path, key))
+        if sub:
+            out.append(("\n" if out else "") + sub)
+    return "".join(out)
+
+
+def toml_loads(text, name):
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigProblem(
+            f"{name} is not valid TOML ({exc}). Fix: repair it (the runtime cannot read it either)"
+        ) from exc
+
+
+# --- containerd ---------------------------------------------------------------------------------------------------
+
+
+def containerd_effective_cri(main, imported):
+    """The CRI plugin section containerd 1.7 ends up with: that of the last file defining it.
+
+    containerd 1.7 merges imported files into the main one plugin by plugin: an imported file that sets anything
+    under a plugin replaces that plugin's whole section (checked with Debian's 1.7.24: a drop-in defining only
+    runtimes.nvidia resets sandbox_image and drops the default runc runtime). imported is [(path, parsed)] in
+    containerd's import order.
+    """
+    section = (main.get("plugins") or {}).get(CRI_PLUGIN)
+    for _path, data in imported:
+        section = (data.get("plugins") or {}).get(CRI_PLUGIN, section)
+    return copy.deepcopy(section or {})
+
+
+def containerd_dropin(main, imported, runtime_path, make_default):
+    """The drop-in's text: the owner's CRI section as containerd would use it, plus the nvidia runtime.
+
+    The drop-in replaces the CRI section (see containerd_effective_cri), so it carries every setting the owner's
+    files make there; settings nobody makes stay containerd's defaults. The nvidia runtime copies runc's settings
+    (SystemdCgroup must match the cgroup driver kubelet uses) with nvidia-container-runtime as runc's binary.
+    """
+    cri = containerd_effective_cri(main, imported)
+    runtimes_set = bool((cri.get("containerd") or {}).get("runtimes"))
+    ctrd = cri.setdefault("containerd", {})
+    runtimes = ctrd.setdefault("runtimes", {})
+    if not runtimes_set:
+        # Any runtimes table replaces containerd's default one, which holds runc: name runc as the default has it.
+        runtimes["runc"] = {"runtime_type": RUNC_V2, "sandbox_mode": "podsandbox"}
+    base = runtimes.get("runc") if (runtimes.get("runc") or {}).get("runtime_type", RUNC_V2) == RUNC_V2 else None
+    nvidia = copy.deepcopy(base or {})
+    nvidia["runtime_type"] = RUNC_V2
+    nvidia["options"] = {**(nvidia.get("options") or {}), "BinaryName": runtime_path}
+    runtimes[RUNTIME_NAME] = nvidia
+    if make_default:
+        ctrd["default_runtime_name"] = RUNTIME_NAME
+    body = toml_dumps({"version": 2, "plugins": {CRI_PLUGIN: cri}})
+    return (
+        HEADER
+        + "# containerd 1.7 replaces a plugin's whole section with an imported file's, so this file carries the\n"
+        "# CRI settings of the files that import it, as they were when it was written, plus the nvidia runtime.\n"
+        "# Changed those settings? Run the container toolkit stage again.\n" + body
+    )
+
+
+def containerd_check_version(main, name):
+    version = main.get("version", 1)
+    if version != 2:
+        raise ConfigProblem(
+            f"{name} is a version {version} containerd configuration; the nvidia runtime is written for version 2 "
+            "(containerd 1.5 to 1.7, plugin io.containerd.grpc.v1.cri). Fix: convert it to version 2 "
+            "(`containerd config default` shows the layout), then run again"
+        )
+
+
+def _top_level_end(lines):
+    """Index of the first table header line: top-level keys must come before it."""
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("["):
+            return i
+    return len(lines)
+
+
+def _array_close(text, start):
+    """Index of the ']' closing the array whose '[' is at start, skipping strings and comments."""
+    depth, i, quote = 0, start, None
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            i = text.find("\n", i)
+            if i < 0:
+                break
+        elif ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def add_import(text, path, name):
+    """The main configuration with path added to its imports, every other byte kept.
+
+    The result is parsed back: it must equal the original with the one import added, or nothing is written.
+    """
+    before = toml_loads(text, name)
+    imports = before.get("imports")
+    if imports is not None and not isinstance(imports, list):
+        raise ConfigProblem(f"{name}: imports is {json.dumps(imports)}, not a list. Fix: make it a list of paths")
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    end = _top_level_end(lines)
+    if imports is None:
+        at = next((i + 1 for i in range(end) if re.match(r"^version\s*=", lines[i])), 0)
+        lines.insert(at, f"imports = [{json.dumps(path)}]\n")
+        result = "".join(lines)
+    else:
+        head = "".join(lines[:end])
+        match = re.search(r"^imports\s*=\s*\[", head, re.MULTILINE)
+        close = _array_close(head, match.end() - 1) if match else -1
+        if close < 0:
+            raise ConfigProblem(f"{name}: could not find the end of its imports list")
+        inner = head[match.end() : close]
+        # The last element gets its comma (after it, not after a trailing comment); the new one follows.
+        blanked = re.sub(r"#[^\n]*", lambda m: " " * len(m.group()), inner)
+        last = len(blanked.rstrip())
+        if last and not blanked[:last].endswith(","):
+            inner = inner[:last] + "," + inner[last:]
+        if inner.endswith("\n"):
+            inner += f"  {json.dumps(path)},\n"
+        else:
+            inner += f"{' ' if last else ''}{json.dumps(path)}"
+        result = head[: match.end()] + inner + head[close:] + "".join(lines[end:])
+    after = toml_loads(result, name)
+    expected = {**before, "imports": [*(imports or []), path]}
+    if after != expected:
+        raise ConfigProblem(
+            f"{name}: adding {path} to its imports would change other settings. Fix: add "
+            f"imports = [{json.dumps(path)}] (with any imports it has) at its top by hand, then run again"
+        )
+    return result
+
+
+# --- Docker and CRI-O ---------------------------------------------------------------------------------------------
+
+
+def docker_daemon(text, runtime_path, make_default, name):
+    """daemon.json with runtimes.nvidia (and default-runtime when asked) merged in; None when nothing changes.
+
+    Docker reads one file: every other key is kept as it is. default-runtime is removed only when it names
+    nvidia and nvidia is no longer wanted as the default.
+    """
+    try:
+        data = json.loads(text) if text and text.strip() else {}
+    except ValueError as exc:
+        raise ConfigProblem(f"{name} is not valid JSON ({exc}). Fix: repair it (dockerd cannot start with it)") from exc
+    if not isinstance(data, dict):
+        raise ConfigProblem(f"{name} holds {type(data).__name__}, not a JSON object. Fix: repair it")
+    new = copy.deepcopy(data)
+    runtimes = new.get("runtimes")
+    if runtimes is None:
+        runtimes = new["runtimes"] = {}
+    elif not isinstance(runtimes, dict):
+        raise ConfigProblem(f"{name}: runtimes is not an object. Fix: repair it")
+    runtimes[RUNTIME_NAME] = {"args": [], "path": runtime_path}
+    if make_default:
+        new["default-runtime"] = RUNTIME_NAME
+    elif new.get("default-runtime") == RUNTIME_NAME:
+        del new["default-runtime"]
+    return None if new == data else json.dumps(new, indent=4) + "\n"
+
+
+def crio_dropin(runtime_path, make_default):
+    runtime = {"default_runtime": RUNTIME_NAME} if make_default else {}
+    runtime["runtimes"] = {RUNTIME_NAME: {"runtime_path": runtime_path, "runtime_type": "oci"}}
+    return HEADER + toml_dumps({"crio": {"runtime": runtime}})
+
+
+# --- nvidia-ctk ---------------------------------------------------------------------------------------------------
+
+
+def parse_ctk_version(text):
+    """The version `nvidia-ctk --version` prints ("1.17.8"), or None."""
+    match = _CTK_VERSION.search(text or "")
+    return match.group(1) if match else None
+
+
+def parse_cdi_list(text):
+    """The fully qualified device names `nvidia-ctk cdi list` prints on stdout ("nvidia.com/gpu=0")."""
+    return _CDI_DEVICE.findall(text or "")
+
+
+def cdi_regenerate_reason(record, spec_sha256, driver_version, gpus, toolkit_version):
+    """Why the CDI spec must be generated again, or None when it was generated for what the node has now.
+
+    record is what the last generation wrote down ({driver_version, gpus, toolkit_version, spec_sha256}), or None;
+    spec_sha256 is the spec file's checksum now, or None when it is missing.
+    """
+    if spec_sha256 is None:
+        return "there is no spec yet"
+    if not record:
+        return "nothing records what the spec was generated for"
+    if record.get("spec_sha256") != spec_sha256:
+        return "the spec was changed since it was generated"
+    if record.get("driver_version") != driver_version:
+        return f"the driver changed from {record.get('driver_version')} to {driver_version}"
+    if sorted(record.get("gpus") or []) != sorted(gpus):
+        return f"the GPUs changed ({len(record.get('gpus') or [])} then, {len(gpus)} now)"
+    if record.get("toolkit_version") != toolkit_version:
+        return f"the toolkit changed from {record.get('toolkit_version')} to {toolkit_version}"
+    return None
