@@ -4,15 +4,8 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit
-
-
-def _mapping(value, what, name):
-    if not isinstance(value, dict):
-        raise AnsibleFilterError(f"gpuops.bringup.{name} needs {what} (a mapping), got {type(value).__name__}")
-    return value
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping
 
 
 def _plain(value):
@@ -32,10 +25,10 @@ def cuda_toolkit_input_problems(source, versions, default, driver_branch):
 def cuda_toolkit_plan(packages, versions, default, table, host):
     """{problem, toolkits, default}: the toolkits the source installs, at which versions, under which CUDA roots."""
     return cuda_toolkit.distribution_plan(
-        _mapping(packages, "package_info's packages", "cuda_toolkit_plan"),
+        mapping(packages, "package_info's packages", "cuda_toolkit_plan"),
         _plain(versions),
         _plain(default),
-        _mapping(table, "the source's table", "cuda_toolkit_plan"),
+        mapping(table, "the source's table", "cuda_toolkit_plan"),
         str(host),
     )
 
@@ -44,8 +37,8 @@ def cuda_toolkit_driver_problem(plan, facts, host):
     """The problem (both versions and the fix) when the node's driver cannot run the plan, or installing it would
     bring another driver userland; None when neither."""
     return cuda_toolkit.driver_problem(
-        _mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_driver_problem"),
-        _mapping(facts, "cuda_toolkit_facts' cuda_toolkit", "cuda_toolkit_driver_problem"),
+        mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_driver_problem"),
+        mapping(facts, "cuda_toolkit_facts' cuda_toolkit", "cuda_toolkit_driver_problem"),
         str(host),
     )
 
@@ -53,9 +46,9 @@ def cuda_toolkit_driver_problem(plan, facts, host):
 def cuda_toolkit_verify_problems(plan, packages, facts, profile, compiled, link):
     """What the node, read again after converge, lacks of the plan; [] when nothing."""
     return cuda_toolkit.verify_problems(
-        _mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_verify_problems"),
-        _mapping(packages, "package_info's packages", "cuda_toolkit_verify_problems"),
-        _mapping(facts, "cuda_toolkit_facts' cuda_toolkit", "cuda_toolkit_verify_problems"),
+        mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_verify_problems"),
+        mapping(packages, "package_info's packages", "cuda_toolkit_verify_problems"),
+        mapping(facts, "cuda_toolkit_facts' cuda_toolkit", "cuda_toolkit_verify_problems"),
         [str(line) for line in profile],
         list(compiled),
         str(link),

@@ -7,12 +7,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import driver_plan
-
-
-def _mapping(value, what, name):
-    if not isinstance(value, dict):
-        raise AnsibleFilterError(f"gpuops.bringup.{name} needs {what} (a mapping), got {type(value).__name__}")
-    return value
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping
 
 
 def driver_flavor(pci, requested, branch, table, where):
@@ -22,10 +17,10 @@ def driver_flavor(pci, requested, branch, table, where):
             f"gpuops.bringup.driver_flavor: requested must be auto, open or proprietary, got {requested!r}"
         )
     return driver_plan.choose_flavor(
-        _mapping(pci, "pci_facts' pci", "driver_flavor"),
+        mapping(pci, "pci_facts' pci", "driver_flavor"),
         str(requested),
         str(branch),
-        _mapping(table, "the branch table", "driver_flavor"),
+        mapping(table, "the branch table", "driver_flavor"),
         str(where),
     )
 
@@ -33,10 +28,10 @@ def driver_flavor(pci, requested, branch, table, where):
 def driver_plan_packages(info, branch_entry, flavor, pin, companions, where, branch):
     """{track, version, debian_version, kmod_package, dkms_module, packages, problem}: exact versions to install."""
     return driver_plan.choose_packages(
-        _mapping(branch_entry, "the branch's table entry", "driver_plan"),
+        mapping(branch_entry, "the branch's table entry", "driver_plan"),
         str(flavor),
         str(pin or ""),
-        _mapping(info, "package_info's packages", "driver_plan"),
+        mapping(info, "package_info's packages", "driver_plan"),
         [str(c) for c in companions],
         str(where),
         str(branch),
@@ -46,18 +41,18 @@ def driver_plan_packages(info, branch_entry, flavor, pin, companions, where, bra
 def driver_kernels(os_state, info, kernels):
     """{targets, headers, skipped, problem}: the kernels DKMS builds for and the headers that takes."""
     return driver_plan.kernel_targets(
-        _mapping(os_state, "os_facts' gpuops_os", "driver_kernels"),
-        _mapping(info, "package_info's packages", "driver_kernels"),
-        _mapping(kernels, "nvidia_driver_facts' kernels", "driver_kernels"),
+        mapping(os_state, "os_facts' gpuops_os", "driver_kernels"),
+        mapping(info, "package_info's packages", "driver_kernels"),
+        mapping(kernels, "nvidia_driver_facts' kernels", "driver_kernels"),
     )
 
 
 def driver_install_problems(plan, table, info, broken, companions, runfile):
     """{purge, problem}: broken driver packages to purge first, or what stands in the way of the plan."""
     return driver_plan.install_problems(
-        _mapping(table, "the branch table", "driver_install_problems"),
-        _mapping(info, "package_info's packages", "driver_install_problems"),
-        _mapping(plan, "the package plan", "driver_install_problems"),
+        mapping(table, "the branch table", "driver_install_problems"),
+        mapping(info, "package_info's packages", "driver_install_problems"),
+        mapping(plan, "the package plan", "driver_install_problems"),
         [str(b) for b in broken],
         [str(c) for c in companions],
         bool(runfile),
@@ -66,24 +61,24 @@ def driver_install_problems(plan, table, info, broken, companions, runfile):
 
 def driver_table_packages(table):
     """Every package a branch table names (kernel module packages, firmware, userland), sorted."""
-    return driver_plan.table_packages(_mapping(table, "the branch table", "driver_table_packages"))[1]
+    return driver_plan.table_packages(mapping(table, "the branch table", "driver_table_packages"))[1]
 
 
 def driver_package_problems(wanted, info):
     """Sentences for the packages not installed at their planned version, or not held."""
     return driver_plan.package_problems(
-        _mapping(wanted, "the planned packages", "driver_package_problems"),
-        _mapping(info, "package_info's packages", "driver_package_problems"),
+        mapping(wanted, "the planned packages", "driver_package_problems"),
+        mapping(info, "package_info's packages", "driver_package_problems"),
     )
 
 
 def driver_reboot(os_state, pci_facts, loaded, plan, flavor, targets):
     """{live, required, reasons}: whether the new driver loads now or needs a reboot."""
     return driver_plan.reboot_plan(
-        _mapping(os_state, "os_facts' gpuops_os", "driver_reboot"),
-        _mapping(pci_facts, "pci_facts' pci", "driver_reboot"),
-        _mapping(loaded, "nvidia_driver_facts' loaded", "driver_reboot"),
-        _mapping(plan, "the package plan", "driver_reboot"),
+        mapping(os_state, "os_facts' gpuops_os", "driver_reboot"),
+        mapping(pci_facts, "pci_facts' pci", "driver_reboot"),
+        mapping(loaded, "nvidia_driver_facts' loaded", "driver_reboot"),
+        mapping(plan, "the package plan", "driver_reboot"),
         str(flavor),
         [str(t) for t in targets],
     )
@@ -92,9 +87,9 @@ def driver_reboot(os_state, pci_facts, loaded, plan, flavor, targets):
 def driver_fabricmanager(index, info, plan, branch, where):
     """{package, version, problem}: fabric manager's package at exactly the planned driver's version."""
     return driver_plan.choose_fabricmanager(
-        _mapping(index, "repository_index's packages", "driver_fabricmanager"),
-        _mapping(info, "package_info's packages", "driver_fabricmanager"),
-        _mapping(plan, "the package plan", "driver_fabricmanager"),
+        mapping(index, "repository_index's packages", "driver_fabricmanager"),
+        mapping(info, "package_info's packages", "driver_fabricmanager"),
+        mapping(plan, "the package plan", "driver_fabricmanager"),
         str(branch),
         str(where),
     )
@@ -102,7 +97,7 @@ def driver_fabricmanager(index, info, plan, branch, where):
 
 def driver_gpu_problems(gpu, fabric):
     """Sentences for gpu_facts' error findings and, where fabric manager is needed, GPUs not in the fabric."""
-    return driver_plan.gpu_problems(_mapping(gpu, "gpu_facts' gpu", "driver_gpu_problems"), bool(fabric))
+    return driver_plan.gpu_problems(mapping(gpu, "gpu_facts' gpu", "driver_gpu_problems"), bool(fabric))
 
 
 class FilterModule:

@@ -1,0 +1,14 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument checks the collection's filters share (controller side: they raise AnsibleFilterError)."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+
+def mapping(value, what, name):
+    """value when it is a mapping; otherwise an error naming the filter (gpuops.bringup.<name>) and the argument."""
+    if not isinstance(value, dict):
+        raise AnsibleFilterError(f"gpuops.bringup.{name} needs {what} (a mapping), got {type(value).__name__}")
+    return value
