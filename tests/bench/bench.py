@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import fcntl
 import hashlib
 import json
 import os
@@ -369,45 +370,60 @@ def build_flat_repo(repo: Path, label: str) -> None:
 def build_standin_repos(keyfile: Path) -> dict:
     """The repositories no reachable registry has, at their upstream paths in the mirror, holding stand-ins.
 
-    tests/standins/<repo>/repo.json says where the real repository lives (`path`: upstream host and path, the mirror
+    tests/standins/<dir>/repo.json says where the real repository lives (`path`: upstream host and path, the mirror
     layout), where its signing key lives (`key`: upstream host and path of the key file, same layout), and which
     versions of each package it carries (`packages`: {name: [Debian versions]});
-    tests/standins/<repo>/<package>/ is the package's tree (DEBIAN/control and its files). The bench builds one .deb
-    per version, publishes them as a flat repository signed by the bench's key, and puts that key where the real one
-    is: a node reaches them only through the mirror, as an air-gapped site does. Returns {path: key path}.
+    tests/standins/<dir>/<package>/ is the package's tree (DEBIAN/control and its files). Several directories may
+    publish into one repository (NVIDIA's CUDA repository carries fabric manager, drivers and toolkits): they are
+    merged by `path`. The bench builds one .deb per version, publishes them as a flat repository signed by the
+    bench's key, and puts that key where the real one is: a node reaches them only through the mirror, as an
+    air-gapped site does. Returns {path: key path}.
     """
-    published = {}
+    repos: dict[str, list[tuple[Path, dict]]] = {}
     for spec_file in sorted(STANDINS.glob("*/repo.json")):
         spec = json.loads(spec_file.read_text())
-        repo = mirror_root() / "www" / spec["path"]
+        repos.setdefault(spec["path"], []).append((spec_file.parent, spec))
+    published = {}
+    for path, parts in repos.items():
+        keys = {spec["key"] for _, spec in parts}
+        if len(keys) != 1:
+            raise BenchError(f"stand-in directories publishing {path} name different keys: {sorted(keys)}")
+        repo = mirror_root() / "www" / path
         repo.mkdir(parents=True, exist_ok=True)
         wanted = set()
-        for package, versions in spec["packages"].items():
-            source = spec_file.parent / package
-            recipe = digest(*(f"{p.relative_to(source)}:{p.stat().st_mode}" for p in sorted(source.rglob("*"))),
-                            *(p.read_bytes() for p in sorted(source.rglob("*")) if p.is_file()))  # fmt: skip
-            for version in versions:
-                deb = repo / f"{package}_{version.split(':', 1)[-1]}_{spec.get('architecture', 'amd64')}.deb"
-                # Kept outside the served tree: the recipe each .deb was built from.
-                stamp = mirror_root() / "standin-recipes" / spec["path"] / f"{deb.name}.recipe"
-                stamp.parent.mkdir(parents=True, exist_ok=True)
-                wanted.add(deb.name)
-                if deb.exists() and stamp.exists() and stamp.read_text() == recipe:
-                    continue
-                with tempfile.TemporaryDirectory() as tmp:
-                    render_standin(source, Path(tmp) / "root", version)
-                    run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(Path(tmp) / "root"), str(deb)],
-                        capture=True)  # fmt: skip
-                stamp.write_text(recipe)
+        for folder, spec in parts:
+            for package, versions in spec["packages"].items():
+                wanted.update(build_standin_package(folder / package, repo, path, versions, spec))
         for old in repo.glob("*.deb"):
             if old.name not in wanted:
                 old.unlink()
-        key = mirror_root() / "www" / spec["key"]
+        published[path] = keys.pop()
+        key = mirror_root() / "www" / published[path]
         key.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(keyfile, key)
-        build_flat_repo(repo, f"gpuops-bench stand-in of {spec['path']}")
-        published[spec["path"]] = spec["key"]
+        build_flat_repo(repo, f"gpuops-bench stand-in of {path}")
     return published
+
+
+def build_standin_package(source: Path, repo: Path, path: str, versions: list[str], spec: dict) -> list[str]:
+    """One .deb per version of the package tree `source` into `repo`, rebuilt only when the tree changed."""
+    recipe = digest(*(f"{p.relative_to(source)}:{p.stat().st_mode}" for p in sorted(source.rglob("*"))),
+                    *(p.read_bytes() for p in sorted(source.rglob("*")) if p.is_file()))  # fmt: skip
+    names = []
+    for version in versions:
+        deb = repo / f"{source.name}_{version.split(':', 1)[-1]}_{spec.get('architecture', 'amd64')}.deb"
+        # Kept outside the served tree: the recipe each .deb was built from.
+        stamp = mirror_root() / "standin-recipes" / path / f"{deb.name}.recipe"
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        names.append(deb.name)
+        if deb.exists() and stamp.exists() and stamp.read_text() == recipe:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            render_standin(source, Path(tmp) / "root", version)
+            run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(Path(tmp) / "root"), str(deb)],
+                capture=True)  # fmt: skip
+        stamp.write_text(recipe)
+    return names
 
 
 def container_label(name: str, label: str) -> str:
@@ -421,6 +437,15 @@ def container_running(name: str) -> bool:
 
 
 def cmd_mirror(_args: argparse.Namespace) -> None:
+    # Molecule scenarios run side by side call this concurrently: one at a time
+    # rebuilds the repositories and (re)starts the mirror.
+    STATE.mkdir(parents=True, exist_ok=True)
+    with (STATE / "mirror.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        start_mirror()
+
+
+def start_mirror() -> None:
     ensure_network()
     info = build_local_repo()
     conf = mirror_root() / "nginx.conf"
