@@ -51,13 +51,7 @@ options:
     type: path
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+  - gpuops.bringup.attributes.changes
 notes:
   - containerd's imports are followed one level deep (the main file's own imports), as globs in their order.
   - Needs Python 3.11 or later on the node for containerd and CRI-O (tomllib); Debian 12 and 13 have it.

@@ -31,13 +31,7 @@ options:
     default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - gpuops.bringup.attributes
 notes:
   - Commands run with C(LANG=C). A failed compile, link or run fails the task with the tool's output.
 """

@@ -36,13 +36,7 @@ options:
     default: []
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - gpuops.bringup.attributes
 notes:
   - Commands run with C(LANG=C). The simulation reads the package index as it is; refreshing it is the caller's
     business.

@@ -43,15 +43,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
-  platform:
-    platforms: posix
+  - gpuops.bringup.attributes.facts
 notes:
   - Commands run with C(LANG=C). Architecture comes from the XML (C(product_architecture)) when the driver prints it,
     else from the collection's GPU catalog by PCI device id, then by product name; the compute capability from the

@@ -41,15 +41,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
-  platform:
-    platforms: posix
+  - gpuops.bringup.attributes.facts
 notes:
   - A host without RDMA devices returns an empty C(devices) list; that is a finding only when ports were expected.
   - C(ibstat) failing (a device it cannot open, for example) is a warning finding, not a module failure.

@@ -39,15 +39,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
-  platform:
-    platforms: posix
+  - gpuops.bringup.attributes.facts
 notes:
   - In a container, C(/sys/module) and C(/proc/driver) are the container host's; the caller decides with
     C(gpuops.bringup.os_facts) capabilities (C(own_kernel)) whether the loaded module belongs to this node.

@@ -45,15 +45,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
-  platform:
-    platforms: posix
+  - gpuops.bringup.attributes.facts
 notes:
   - Supports Debian and Ubuntu (dpkg) and RHEL-family systems (rpm). Must run as root to read PID 1's limits.
 """

@@ -27,13 +27,7 @@ options:
     default: held
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+  - gpuops.bringup.attributes.changes
 """
 
 EXAMPLES = r"""

@@ -29,13 +29,7 @@ options:
     default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - gpuops.bringup.attributes
 notes:
   - Commands run with C(LANG=C). A host without apt-cache and dpkg-query fails the task.
 """

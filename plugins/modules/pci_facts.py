@@ -29,15 +29,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
-  platform:
-    platforms: posix
+  - gpuops.bringup.attributes.facts
 notes:
   - lspci runs with C(LANG=C). GPUs are NVIDIA (vendor C(0x10de)) functions of class C(0x0300) (VGA) or C(0x0302) (3D
     controller); NVSwitches are NVIDIA functions of class C(0x0680) (Bridge), how HGX A100 (C(0x1af1)) and HGX H100

@@ -53,13 +53,7 @@ options:
     default: 500
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - gpuops.bringup.attributes
 notes:
   - Reading the kernel log needs root where C(kernel.dmesg_restrict) is set, which most distributions do.
   - Severity scale, from NVIDIA's immediate resolution bucket. V(info) nothing to do; V(warning) the GPU keeps
