@@ -33,6 +33,19 @@ def cuda_toolkit_plan(packages, versions, default, table, host):
     )
 
 
+def cuda_toolkit_repository_plan(index, packages, versions, default, table, host):
+    """{problem, toolkits, default}: the cuda-toolkit-X-Y packages NVIDIA's CUDA repository installs, at which
+    versions, under which /usr/local/cuda-X.Y."""
+    return cuda_toolkit.repository_plan(
+        mapping(index, "repository_index's packages", "cuda_toolkit_repository_plan"),
+        mapping(packages, "package_info's packages", "cuda_toolkit_repository_plan"),
+        _plain(versions),
+        _plain(default),
+        mapping(table, "the source's table", "cuda_toolkit_repository_plan"),
+        str(host),
+    )
+
+
 def cuda_toolkit_driver_problem(plan, facts, host):
     """The problem (both versions and the fix) when the node's driver cannot run the plan, or installing it would
     bring another driver userland; None when neither."""
@@ -60,6 +73,7 @@ class FilterModule:
         return {
             "cuda_toolkit_input_problems": cuda_toolkit_input_problems,
             "cuda_toolkit_plan": cuda_toolkit_plan,
+            "cuda_toolkit_repository_plan": cuda_toolkit_repository_plan,
             "cuda_toolkit_driver_problem": cuda_toolkit_driver_problem,
             "cuda_toolkit_verify_problems": cuda_toolkit_verify_problems,
         }

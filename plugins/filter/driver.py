@@ -95,6 +95,14 @@ def driver_fabricmanager(index, info, plan, branch, where):
     )
 
 
+def driver_repository_info(info, index):
+    """package_info's packages with the packages of repository_index's answer available at its versions only."""
+    return driver_plan.repository_info(
+        mapping(info, "package_info's packages", "driver_repository_info"),
+        mapping(index, "repository_index's packages", "driver_repository_info"),
+    )
+
+
 def driver_gpu_problems(gpu, fabric):
     """Sentences for gpu_facts' error findings and, where fabric manager is needed, GPUs not in the fabric."""
     return driver_plan.gpu_problems(mapping(gpu, "gpu_facts' gpu", "driver_gpu_problems"), bool(fabric))
@@ -112,4 +120,5 @@ class FilterModule:
             "driver_reboot": driver_reboot,
             "driver_fabricmanager": driver_fabricmanager,
             "driver_gpu_problems": driver_gpu_problems,
+            "driver_repository_info": driver_repository_info,
         }

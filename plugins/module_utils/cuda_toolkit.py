@@ -14,9 +14,9 @@ import re
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog
 
-# Sources the role knows. cuda_repo (NVIDIA's CUDA repository, cuda-toolkit-X-Y under /usr/local/cuda-X.Y, several
-# side by side) comes with the driver role's cuda_repo source.
-SOURCES = ("distribution",)
+# Sources the role knows: the OS's own packages, and NVIDIA's CUDA network repository (cuda-toolkit-X-Y under
+# /usr/local/cuda-X.Y, several side by side).
+SOURCES = ("distribution", "cuda_repo")
 
 # The virtual packages (and real names) through which a toolkit's -dev packages require the driver's userland.
 DRIVER_LIBRARIES = ("libcuda.so.1", "libcuda1", "libnvidia-ml.so.1", "libnvidia-ml1")
@@ -30,6 +30,8 @@ _REQUESTED = re.compile(r"^(?P<major>\d{2})\.(?P<minor>\d{1,2})(?:\.(?P<update>\
 _NVCC = re.compile(r"release (?P<release>\d+\.\d+), V(?P<version>\d+\.\d+\.\d+)")
 # Debian's toolkit upstream version: "<nvcc version>~<CUDA release>", 12.4.131~12.4.1 (12.4 Update 1's nvcc).
 _DEBIAN = re.compile(r"^(?P<nvcc>\d+\.\d+\.\d+)~(?P<release>(?P<mm>\d+\.\d+)\.\d+)$")
+# NVIDIA's cuda-toolkit-X-Y: "<CUDA release>-<revision>", 12.4.1-1.
+_NVIDIA = re.compile(r"^(?P<release>(?P<mm>\d+\.\d+)\.\d+)-\S+$")
 # apt-get --simulate: "Inst libcuda1 (550.163.01-2 Debian:13.8/stable [amd64])", an upgrade
 # "Inst libfoo [1.0-1] (1.1-1 Debian:13.8/stable [amd64])", a removal "Remv libfoo [1.0-1]".
 _INST = re.compile(r"^Inst (?P<name>[^\s:]+)(?::\S+)? (?:\[(?P<old>[^\]]+)\] )?\((?P<version>\S+)")
@@ -213,7 +215,7 @@ def input_problems(source, versions, default, driver_branch):
     if source not in SOURCES:
         return [
             f"cuda_toolkit_source is {source!r}, which this collection does not know. Fix: cuda_toolkit_source: "
-            f"distribution (the OS's own packages); cuda_repo comes with NVIDIA's CUDA repository support."
+            f"distribution (the OS's own packages) or cuda_repo (NVIDIA's CUDA repository)."
         ]
     if not isinstance(versions, list):
         return [
@@ -247,7 +249,13 @@ def input_problems(source, versions, default, driver_branch):
             f"({', '.join(map(str, versions))}): /usr/local/cuda can only point at an installed toolkit. Fix: "
             f'cuda_toolkit_default: "{versions[-1]}" (one of them), or "" for the newest.'
         )
-    if str(default) and not versions:
+    if source == "cuda_repo" and not versions:
+        problems.append(
+            "cuda_toolkit_source is cuda_repo but cuda_toolkit_versions is empty: NVIDIA's CUDA repository carries "
+            'every release, so the role installs none it is not told. Fix: cuda_toolkit_versions: ["12.4"] (one or '
+            "several versions)."
+        )
+    elif str(default) and not versions:
         problems.append(
             f'cuda_toolkit_default is "{default}" but cuda_toolkit_versions is empty (the one toolkit the source '
             f'carries). Fix: cuda_toolkit_versions: ["{default}"], or cuda_toolkit_default: "".'
@@ -312,7 +320,7 @@ def distribution_plan(packages, versions, default, table, host):
         return _problem(
             f"{host}: cuda_toolkit_versions is {', '.join(map(str, wanted))}, but {where} carry one CUDA toolkit "
             f'at a time ({described}). Fix: cuda_toolkit_versions: ["{releases[_newest(releases)]["major_minor"]}"], '
-            f"or cuda_toolkit_source: cuda_repo for several side by side (with NVIDIA's CUDA repository support)."
+            f"or cuda_toolkit_source: cuda_repo for several side by side (NVIDIA's CUDA repository)."
         )
     requested = parse_requested(wanted[0])
     # The installed version is kept (pinned and held) as long as it is of the requested release.
@@ -325,7 +333,7 @@ def distribution_plan(packages, versions, default, table, host):
         return _problem(
             f'{host}: cuda_toolkit_versions names "{requested["text"]}", which {where} do not carry: they carry '
             f'{described}. Fix: cuda_toolkit_versions: ["{releases[_newest(releases)]["major_minor"]}"], or '
-            f"cuda_toolkit_source: cuda_repo for other versions (with NVIDIA's CUDA repository support)."
+            f"cuda_toolkit_source: cuda_repo for other versions (NVIDIA's CUDA repository)."
         )
     chosen = info["installed"] if info.get("installed") in matching else apt.newest(matching)
     release = releases[chosen]
@@ -351,6 +359,57 @@ def distribution_plan(packages, versions, default, table, host):
         "min_driver": gpu_catalog.cuda_min_driver(release["release"]),
     }
     return {"problem": None, "toolkits": [toolkit], "default": default_root([toolkit], default)}
+
+
+def repository_plan(index, packages, versions, default, table, host):
+    """The toolkits NVIDIA's CUDA repository installs, one cuda-toolkit-X-Y per requested minor, or the problem.
+
+    index: repository_index's packages ({cuda-toolkit-12-2: [Debian versions]}, read without adding the repository).
+    packages: package_info's result for the same names (what is installed, and held). versions: cuda_toolkit_versions
+    (input_problems has refused an empty list and a minor named twice). table: the OS's layout (where, root with
+    {version}). Returns {"problem", "toolkits", "default"} as distribution_plan does; a toolkit's nvcc (its exact
+    version) is null: NVIDIA names it by another package's version, and verify checks the release nvcc reports.
+    """
+    toolkits = []
+    for text in versions:
+        requested = parse_requested(text)
+        name = "cuda-toolkit-" + requested["major_minor"].replace(".", "-")
+        info = packages.get(name) or {}
+        carried = [v for v in index.get(name) or [] if _NVIDIA.match(v)]
+        matching = [v for v in carried if requested["release"] in (None, _NVIDIA.match(v).group("release"))]
+        if not matching:
+            has = ", ".join(sorted(carried, key=functools.cmp_to_key(apt.compare_versions))) or "no version"
+            newest = (
+                f' (cuda_toolkit_versions: ["{requested["major_minor"]}"], the newest it carries)' if carried else ""
+            )
+            return _problem(
+                f'{host}: cuda_toolkit_versions names "{requested["text"]}", but {table["where"]} carries {has} of '
+                f"{name}. Nothing was changed. Fix: a version it carries{newest}, or a mirror that holds it "
+                f"(gpuops_mirror_url)."
+            )
+        # The installed version is kept (pinned and held) as long as it is of the requested release.
+        chosen = info["installed"] if info.get("installed") in matching else apt.newest(matching)
+        release = _NVIDIA.match(chosen).group("release")
+        toolkits.append({
+            "version": requested["text"],
+            "major_minor": requested["major_minor"],
+            "release": release,
+            "nvcc": None,
+            "package": name,
+            "package_version": chosen,
+            "held": [name],
+            "root": table["root"].replace("{version}", requested["major_minor"]),
+            # The packages install the whole root: the role links nothing into it.
+            "links": [],
+            "executables_of": [],
+            "nvcc_binary": None,
+            # The scale NVIDIA's cuda-toolkit-X-Y-config-common registers /usr/local/cuda-X.Y at (12.2 -> 122).
+            "priority": int(requested["major_minor"].replace(".", "")),
+            "min_driver": gpu_catalog.cuda_min_driver(release),
+            # Whether apt's index has it yet (the repository configured by an earlier run): apt can simulate it.
+            "apt_knows": chosen in (info.get("available") or []),
+        })  # fmt: skip
+    return {"problem": None, "toolkits": toolkits, "default": default_root(toolkits, default)}
 
 
 def default_root(toolkits, default):
@@ -410,8 +469,8 @@ def driver_problem(plan, facts, host):
         return (
             f"{host}: the installed driver {installed} runs {toolkit}, but {beside}. Nothing was changed. Fix: "
             f"{_branch_for(requirement)} (playbooks/driver.yml), whose userland the toolkit accepts, or a toolkit "
-            f"built for driver {driver['version']} (cuda_toolkit_source: cuda_repo, with NVIDIA's CUDA repository "
-            f"support)."
+            f"built for driver {driver['version']} (cuda_toolkit_source: cuda_repo, NVIDIA's CUDA "
+            f"repository)."
         )
     if simulation["remove"]:
         return (
@@ -467,9 +526,12 @@ def verify_problems(plan, packages, facts, profile, compiled, link):
     roots = {t["root"]: t for t in plan["toolkits"]}
     for result in compiled:
         toolkit = roots.get(result["item"]) or roots[plan["default"]]
-        reported = (result.get("nvcc") or {}).get("version")
-        if reported != toolkit["nvcc"]:
-            problems.append(f"{result['item']}/bin/nvcc reports {reported}, not {toolkit['nvcc']}")
+        nvcc = result.get("nvcc") or {}
+        # NVIDIA's toolkits are checked by release: their nvcc's own version is not the toolkit package's.
+        reported, expected = (nvcc.get("version"), toolkit["nvcc"]) if toolkit["nvcc"] else (
+            nvcc.get("release"), toolkit["major_minor"])  # fmt: skip
+        if reported != expected:
+            problems.append(f"{result['item']}/bin/nvcc reports {reported}, not {expected}")
         resolved = (result.get("libraries") or {}).get("resolved") or {}
         runtime = [lib for lib in (result.get("libraries") or {}).get("needed", []) if lib.startswith("libcudart.so")]
         if not runtime:

@@ -140,7 +140,7 @@ def choose_flavor(pci, requested, branch, table, where):
         result["problem"] = (
             f"{lead} {where} have no {flavor} kernel modules for branch {branch} (nvidia_driver_branch: "
             f'"{branch}" offers {", ".join(offered) or "none"}). Fix: {other}'
-            f"nvidia_driver_source: cuda_repo for NVIDIA's own packages (the collection's next release)"
+            f"nvidia_driver_source: cuda_repo for NVIDIA's own packages (Debian 12, Ubuntu)"
             f"{'' if requested == 'auto' else ', or nvidia_driver_flavor: auto'}."
         )
         return result
@@ -148,15 +148,26 @@ def choose_flavor(pci, requested, branch, table, where):
     return result
 
 
-def _track_versions(track, flavor, info):
-    """Debian versions every package of a track's set (kernel modules, firmware, userland) has, newest first."""
-    names = [track["kernel_modules"][flavor]["package"], track["firmware"], *track.get("userland", [])]
+def _track_names(track, flavor):
+    """A track's packages for a flavour: the kernel module package, its firmware (where the track names one) and the
+    userland."""
+    names = [track["kernel_modules"][flavor]["package"], track.get("firmware"), *track.get("userland", [])]
+    return [n for n in names if n]
+
+
+def _track_versions(track, flavor, info, branch):
+    """Debian versions of the branch every package of a track's set (kernel modules, firmware, userland) has, newest
+    first. NVIDIA's repositories carry every branch under the same names (Debian 12's nvidia-kernel-dkms at 535, 550,
+    580...): only the branch's versions count. An installed version the source does not carry (installed_elsewhere:
+    see repository_info) is no candidate."""
+    names = _track_names(track, flavor)
     common = None
     for name in names:
         entry = info.get(name) or {}
         versions = set(entry.get("available") or [])
-        if entry.get("installed"):
+        if entry.get("installed") and not entry.get("installed_elsewhere"):
             versions.add(entry["installed"])
+        versions = {v for v in versions if apt.upstream_version(v).split(".")[0] == branch}
         common = versions if common is None else common & versions
     ordered = []
     while common:
@@ -164,6 +175,22 @@ def _track_versions(track, flavor, info):
         ordered.append(best)
         common.discard(best)
     return names, ordered
+
+
+def _repository_lacks_branch(branch_entry, flavor, info, where, branch):
+    """The problem for a vendor repository (a branch entry with `repository`: how messages name its copy) that
+    carries no version of the branch: the branches it does carry, read from its kernel module packages."""
+    kmods = [t["kernel_modules"][flavor]["package"] for t in branch_entry["tracks"] if flavor in t["kernel_modules"]]
+    others = set()
+    for name in kmods:
+        others.update(apt.upstream_version(v).split(".")[0] for v in (info.get(name) or {}).get("available") or [])
+    offered = sorted(others, key=int)
+    instead = f'nvidia_driver_branch: "{offered[-1]}" (it carries {", ".join(offered)}), or ' if offered else ""
+    return (
+        f"{where} carry no version of {', '.join(kmods)} of branch {branch} ({flavor} kernel modules). Fix: "
+        f"{instead}bring branch {branch} into {branch_entry['repository']} (an offline mirror: copy it from NVIDIA's "
+        f"repository), and run again."
+    )
 
 
 def choose_packages(branch_entry, flavor, pin, info, companions, where, branch):
@@ -190,7 +217,7 @@ def choose_packages(branch_entry, flavor, pin, info, companions, where, branch):
     for track in branch_entry.get("tracks", []):
         if flavor not in track.get("kernel_modules", {}):
             continue
-        names, versions = _track_versions(track, flavor, info)
+        names, versions = _track_versions(track, flavor, info, branch)
         missing.extend(n for n in names if not (info.get(n) or {}).get("available") and n not in missing)
         carried.extend(f"{apt.upstream_version(v)} ({track['name']})" for v in versions)
         if pin:
@@ -201,7 +228,9 @@ def choose_packages(branch_entry, flavor, pin, info, companions, where, branch):
             chosen = installed if installed in versions and not (info.get(kmod) or {}).get("broken") else versions[0]
             options.append((installed in versions, chosen, track, names))
     if not options:
-        if missing and not carried:
+        if not carried and branch_entry.get("repository"):
+            result["problem"] = _repository_lacks_branch(branch_entry, flavor, info, where, branch)
+        elif missing and not carried:
             tracks = [t for t in branch_entry["tracks"] if flavor in t["kernel_modules"]]
             kmods = [t["kernel_modules"][flavor]["package"] for t in tracks]
             named = [n for n in missing if n in kmods] or missing
@@ -246,7 +275,7 @@ def choose_packages(branch_entry, flavor, pin, info, companions, where, branch):
             return result
         packages[name] = version
     kmod = track["kernel_modules"][flavor]
-    first = [kmod["package"], track["firmware"]]
+    first = [n for n in (kmod["package"], track.get("firmware")) if n]
     result["steps"] = {
         "kernel_modules": [f"{n}={packages[n]}" for n in first],
         "userland": [f"{n}={v}" for n, v in packages.items() if n not in first],
@@ -260,6 +289,22 @@ def choose_packages(branch_entry, flavor, pin, info, companions, where, branch):
         packages=packages,
     )
     return result
+
+
+def repository_info(info, index):
+    """package_info's packages, with each package of index (repository_index's packages: the versions NVIDIA's CUDA
+    repository carries) available at those versions only, so a plan resolved from it never takes the distribution's
+    version of the same name (Debian 12 carries nvidia-kernel-dkms too). An installed version the repository does not
+    carry is marked installed_elsewhere: it stays what is installed (the upgrade path replaces it), but no candidate.
+    """
+    merged = {name: dict(entry or {}) for name, entry in info.items()}
+    for name, versions in index.items():
+        entry = merged.setdefault(name, {})
+        entry["available"] = list(versions or [])
+        entry["candidate"] = apt.newest(entry["available"]) if entry["available"] else None
+        if entry.get("installed") and entry["installed"] not in entry["available"]:
+            entry["installed_elsewhere"] = True
+    return merged
 
 
 def kernel_targets(os_state, info, kernels):
@@ -346,7 +391,8 @@ def table_packages(table):
         for track in entry.get("tracks", []):
             for module in track.get("kernel_modules", {}).values():
                 kmods.add(module["package"])
-            names.add(track["firmware"])
+            if track.get("firmware"):
+                names.add(track["firmware"])
             names.update(track.get("userland", []))
     return sorted(kmods), sorted(kmods | names)
 

@@ -5,17 +5,31 @@ Variable-only cases run against the machine running the tests. Cases that need a
 driver run against bench nodes (Debian 13 through the bench mirror): one with the Tesla 535 userland installed (the
 driver Debian 13's 12.4 toolkit does not accept: its libraries depend on libcuda1 >= 550, and apt would install the
 550 userland beside 535), one with the 550 userland, one without any driver, one without Debian's non-free component,
-one with Ubuntu's os-release. Their preflight reads the node and checks, in check mode, and changes nothing.
+one with Ubuntu's os-release, one with Pop!_OS's (an OS NVIDIA's CUDA repository does not serve). The cuda_repo cases
+run on a Debian 12 node with Debian's 535 userland, reading the bench's stand-in of NVIDIA's repository through the
+mirror (cuda-toolkit-11-8 11.8.0-1, cuda-toolkit-12-2 12.2.0-1 and 12.2.2-1). Their preflight reads the node and
+checks, in check mode, and changes nothing.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
-from preflight_harness import assert_fails_with, assert_passes_unchanged, bench_nodes, run_local, run_preflight
+from preflight_harness import (
+    MIRROR,
+    ROOT,
+    assert_fails_with,
+    assert_passes_unchanged,
+    bench_nodes,
+    run_local,
+    run_preflight,
+)
 
 PLAYBOOK = Path(__file__).with_name("cuda_toolkit_preflight.yml")
+RELEASES = ROOT / "tests" / "fixtures" / "os-release"
 TAG = "cuda_toolkit_preflight"
 GROUP = "cuda-preflight"
 
@@ -57,20 +71,55 @@ LOCAL_CASES = {
         {"nvidia_driver_branch": "R550"},
         ['nvidia_driver_branch is "R550", not a driver branch. Fix: the branch number as a string'],
     ),
-    "source_not_there_yet": (
-        {"cuda_toolkit_source": "cuda_repo"},
-        ["value of cuda_toolkit_source must be one of: distribution, got: cuda_repo"],
+    "source_unknown": (
+        {"cuda_toolkit_source": "runfile"},
+        ["value of cuda_toolkit_source must be one of: distribution, cuda_repo, got: runfile"],
     ),
-}
+    "cuda_repo_without_versions": (
+        {"cuda_toolkit_source": "cuda_repo"},
+        ["cuda_toolkit_source is cuda_repo but cuda_toolkit_versions is empty", 'Fix: cuda_toolkit_versions: ["12.4"]'],
+    ),
+    "cuda_repo_same_minor_twice": (
+        {"cuda_toolkit_source": "cuda_repo", "cuda_toolkit_versions": ["11.8", "12.2", "12.2.2"]},
+        ["cuda_toolkit_versions names CUDA 12.2 more than once (11.8, 12.2, 12.2.2): one CUDA root per minor "
+         "version. Fix: name each minor version once."],
+    ),
+    "cuda_repo_default_not_among_the_versions": (
+        {"cuda_toolkit_source": "cuda_repo", "cuda_toolkit_versions": ["11.8", "12.2"], "cuda_toolkit_default": "12.4"},
+        ['cuda_toolkit_default is "12.4", which is not among cuda_toolkit_versions (11.8, 12.2): /usr/local/cuda can '
+         'only point at an installed toolkit. Fix: cuda_toolkit_default: "12.2"'],
+    ),
+    "cuda_repo_newer_than_the_driver_branch": (
+        {"cuda_toolkit_source": "cuda_repo", "cuda_toolkit_versions": ["11.8", "12.4"], "nvidia_driver_branch": "535"},
+        ["cuda_toolkit_versions 12.4 needs driver >= 550.54.14; nvidia_driver_branch is 535. Fix: "
+         'nvidia_driver_branch: "550" or later, or a CUDA version driver branch 535 runs (the newest: 12.2).'],
+    ),
+    # The machine running the tests is Debian 12: the pin is checked before NVIDIA's repository is read.
+    "cuda_repo_key_not_pinned": (
+        {"cuda_toolkit_source": "cuda_repo", "cuda_toolkit_versions": ["12.2"],
+         "cuda_toolkit_cuda_repo_key_fingerprint": ""},
+        ["cuda_toolkit_source is cuda_repo, but NVIDIA's CUDA repository's key_url "
+         "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub needs its pin",
+         "Fix: cuda_toolkit_cuda_repo_key_fingerprint: EB693B3035CD5710E231E123A4B469963BF863CC"],
+    ),
+}  # fmt: skip
 
-# node -> (image, packages installed from Debian 13's archive; None: keep the image's main-only sources).
+# node -> (image, packages installed from the image's Debian archive, trixie or bookworm; None: keep the image's
+# main-only sources).
 NODES = {
     "tesla535": ("debian13", ["libnvidia-tesla-535-cuda1", "libnvidia-tesla-535-ml1"]),
     "driver550": ("debian13", ["libcuda1", "libnvidia-ml1"]),
     "nodriver": ("debian13", []),
     "bare": ("debian13", None),
     "ubuntu": ("debian12", None),
+    "pop": ("debian12", None),
+    "bookworm": ("debian12", ["libcuda1", "libnvidia-ml1"]),
 }
+# NVIDIA's repository through the bench's mirror (whose stand-in is signed by the bench's key: bench_key() is added
+# where a case reads it).
+CUDA_REPO = {"cuda_toolkit_source": "cuda_repo", "gpuops_mirror_url": MIRROR}
+STANDIN = "the mirror's copy of NVIDIA's CUDA repository (" + MIRROR + (
+    "/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/)")  # fmt: skip
 
 NODE_CASES = {
     "toolkit_needs_a_newer_driver_than_installed": (
@@ -133,7 +182,39 @@ NODE_CASES = {
             "Fix: a supported release, or cuda_toolkit_source: cuda_repo",
         ],
     ),
+    "cuda_repo_version_the_repository_does_not_carry": (
+        "bookworm",
+        dict(CUDA_REPO, cuda_toolkit_versions=["11.8", "12.2.1"]),
+        [
+            f'bookworm: cuda_toolkit_versions names "12.2.1", but {STANDIN} carries 12.2.0-1, 12.2.2-1 of '
+            'cuda-toolkit-12-2. Nothing was changed. Fix: a version it carries (cuda_toolkit_versions: ["12.2"], the '
+            "newest it carries), or a mirror that holds it (gpuops_mirror_url).",
+        ],
+    ),
+    "cuda_repo_minor_the_repository_does_not_carry": (
+        "bookworm",
+        dict(CUDA_REPO, cuda_toolkit_versions=["12.4"]),
+        [f'bookworm: cuda_toolkit_versions names "12.4", but {STANDIN} carries no version of cuda-toolkit-12-4.'],
+    ),
+    "cuda_repo_on_an_os_nvidia_does_not_serve": (
+        "pop",
+        dict(CUDA_REPO, cuda_toolkit_versions=["12.2"]),
+        [
+            "cuda_toolkit_source is cuda_repo (NVIDIA's CUDA repository), which this collection knows for Debian 12, "
+            "Ubuntu 22.04 and 24.04, Rocky Linux and RHEL 8 and 9 (NVIDIA's debian12, ubuntu2204, ubuntu2404, rhel8 "
+            "and rhel9 repositories); pop runs Pop!_OS 22.04 LTS (ID=pop, VERSION_ID=22.04).",
+            "Fix: one of those releases, or cuda_toolkit_source: distribution",
+        ],
+    ),
 }
+
+
+def bench_key(variables: dict) -> dict:
+    """The variables with the bench key's fingerprint pinned where they read NVIDIA's repository from the mirror."""
+    if variables.get("gpuops_mirror_url") != MIRROR:
+        return variables
+    mirror = json.loads((ROOT / ".bench" / "mirror" / "mirror.json").read_text())
+    return dict(variables, cuda_toolkit_cuda_repo_key_fingerprint=mirror["local_repo_key_fingerprint"])
 
 
 @pytest.mark.parametrize("case", sorted(LOCAL_CASES))
@@ -147,23 +228,26 @@ def nodes(tmp_path_factory):
     """Bench nodes for the cases that need an OS, package sources or a driver; yields the inventory file."""
     specs = [{"name": name, "image": image} for name, (image, _packages) in NODES.items()]
     with bench_nodes(tmp_path_factory, GROUP, specs) as started:
-        for node, (_image, packages) in NODES.items():
+        for node, (image, packages) in NODES.items():
             if packages is None:
                 continue
             # What stage 1 leaves behind, then the driver userland alone, as the driver role leaves it.
-            started.debian_sources(node, "trixie")
+            started.debian_sources(node, "trixie" if image == "debian13" else "bookworm")
             started.sh(node, "apt-get update -qq")
             if packages:
                 started.sh(node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
                                  + " ".join(packages))  # fmt: skip
         started.ubuntu("ubuntu")
+        started.sh("pop", "rm -f /etc/os-release")
+        subprocess.run(["podman", "cp", str(RELEASES / "pop-22.04"), f"{started.containers['pop']}:/etc/os-release"],
+                       check=True)  # fmt: skip
         yield started.inventory
 
 
 @pytest.mark.parametrize("case", sorted(NODE_CASES))
 def test_bad_input_on_a_node_fails_in_preflight(tmp_path: Path, nodes: Path, case: str) -> None:
     node, variables, expected = NODE_CASES[case]
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit=node)
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], bench_key(variables), limit=node)
     assert_fails_with(proc, node, expected)
 
 
@@ -176,4 +260,16 @@ def test_valid_input_passes_preflight_and_changes_nothing(tmp_path: Path, nodes:
         "driver550: CUDA 12.4.1 (nvcc 12.4.131, nvidia-cuda-toolkit 12.4.131~12.4.1-2) under "
         "/usr/local/lib/gpuops/cuda-12.4; /usr/local/cuda -> /usr/local/lib/gpuops/cuda-12.4; driver 550.163.01 "
         "(needs >= 550.54.15)." in output
+    ), output[-3000:]
+
+
+def test_valid_cuda_repo_input_passes_preflight_and_changes_nothing(tmp_path: Path, nodes: Path) -> None:
+    """The control of the cuda_repo cases: two versions side by side from the stand-in repository pass on the node
+    with Debian 12's 535 userland, without the repository being added."""
+    variables = dict(CUDA_REPO, cuda_toolkit_versions=["11.8", "12.2"], cuda_toolkit_default="11.8")
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], bench_key(variables), limit="bookworm")
+    output = assert_passes_unchanged(proc, "bookworm")
+    assert (
+        "bookworm: CUDA 11.8.0 (cuda-toolkit-11-8 11.8.0-1) under /usr/local/cuda-11.8; CUDA 12.2.2 (cuda-toolkit-12-2 "
+        "12.2.2-1) under /usr/local/cuda-12.2; /usr/local/cuda -> /usr/local/cuda-11.8; driver 535." in output
     ), output[-3000:]

@@ -9,12 +9,14 @@ their preflight reads the node and checks, in check mode, and changes nothing.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 from preflight_harness import MIRROR, assert_fails_with, assert_passes_unchanged, bench_nodes, run_local, run_preflight
 
 PLAYBOOK = Path(__file__).with_name("driver_preflight.yml")
+ROCKY_OS_RELEASE = Path(__file__).resolve().parents[1] / "fixtures" / "os-release" / "rocky-9.3"
 TAG = "nvidia_driver_preflight"
 GROUP = "driver-preflight"
 # The bench's key signs its stand-in repositories; the bench records its fingerprint (templated by Ansible).
@@ -61,9 +63,9 @@ LOCAL_CASES = {
             "Fix: nvidia_driver_fabricmanager: auto (or false).",
         ],
     ),
-    "source_not_there_yet": (
-        {"nvidia_driver_source": "cuda_repo"},
-        ["value of nvidia_driver_source must be one of: distribution, got: cuda_repo"],
+    "source_unknown": (
+        {"nvidia_driver_source": "runfile"},
+        ["value of nvidia_driver_source must be one of: distribution, cuda_repo, got: runfile"],
     ),
     "drain_hook_missing": (
         {"nvidia_driver_drain": "hook"},
@@ -101,6 +103,13 @@ NODES = {
     "h100": ("debian12", "hgx_h100_8gpu"),
     "bare": ("debian13", ""),
     "ubuntu": ("debian12", ""),
+    "rocky": ("debian12", ""),
+}
+# The driver from the bench's stand-in of NVIDIA's debian12 repository, through the mirror.
+CUDA_REPO = {
+    "nvidia_driver_source": "cuda_repo",
+    "gpuops_mirror_url": MIRROR,
+    "nvidia_driver_cuda_repo_key_fingerprint": BENCH_KEY_FINGERPRINT,
 }
 
 NODE_CASES = {
@@ -137,10 +146,11 @@ NODE_CASES = {
         "h100",
         {"gpuops_mirror_url": MIRROR, "nvidia_driver_cuda_repo_key_fingerprint": ""},
         [
-            "h100 needs fabric manager (nvidia_driver_fabricmanager: auto; 4 NVSwitch(es) on the PCI bus), which comes "
-            "from NVIDIA's CUDA repository, but its key_url https://developer.download.nvidia.com/compute/cuda/repos/"
+            "h100 needs NVIDIA's CUDA repository (fabric manager: nvidia_driver_fabricmanager is auto, 4 NVSwitch(es) "
+            "on the PCI bus), but its key_url https://developer.download.nvidia.com/compute/cuda/repos/"
             "debian12/x86_64/3bf863cc.pub needs its pin: key_fingerprint (as the vendor publishes it) or key_sha256",
             "Fix: nvidia_driver_cuda_repo_key_fingerprint: EB693B3035CD5710E231E123A4B469963BF863CC",
+            "or nvidia_driver_fabricmanager: false to install the driver alone on purpose.",
         ],
     ),
     # The mirror serves the bench's key where NVIDIA's should be: with the role's default pin (NVIDIA's key), the
@@ -184,9 +194,10 @@ NODE_CASES = {
         "ubuntu",
         {},
         [
-            "nvidia_driver_source is distribution (the OS's own packages), which this collection supports on Debian "
+            "nvidia_driver_source is distribution: the OS's own packages, which this collection supports on Debian "
             "12 and 13 (their non-free NVIDIA packages); ubuntu runs Ubuntu 24.04",
-            "Fix: a supported release, or nvidia_driver_source: cuda_repo",
+            "Fix: a supported release, or nvidia_driver_source: cuda_repo (NVIDIA's CUDA repository, for Debian 12 and "
+            "Ubuntu 22.04/24.04).",
         ],
     ),
     "sources_without_non_free": (
@@ -196,6 +207,64 @@ NODE_CASES = {
             "bare: Debian 13's own packages carry no version of nvidia-tesla-535-kernel-dkms (nor of 5 more packages "
             "of the set) (branch 535, proprietary kernel modules): the OS sources lack Debian's contrib, non-free and "
             "non-free-firmware components",
+        ],
+    ),
+    # NVIDIA's debian13 repository carries R580 and later only, under another key: the role refuses the source there.
+    "cuda_repo_on_debian_13": (
+        "l40s",
+        {"nvidia_driver_source": "cuda_repo"},
+        [
+            "nvidia_driver_source is cuda_repo: NVIDIA's CUDA network repository, which this collection supports on "
+            "Debian 12, Ubuntu 22.04 and Ubuntu 24.04; l40s runs Debian GNU/Linux 13 (trixie) (ID=debian, "
+            "VERSION_ID=13). NVIDIA's debian13 repository carries driver branches 580 and later only",
+            "Fix: nvidia_driver_source: distribution (Debian 13's 535 and 550 packages",
+        ],
+    ),
+    "cuda_repo_on_rocky_9": (
+        "rocky",
+        {"nvidia_driver_source": "cuda_repo"},
+        [
+            "rocky runs Rocky Linux 9.3 (Blue Onyx) (ID=rocky, VERSION_ID=9.3). NVIDIA's rhel8 and rhel9 repositories "
+            "serve the driver as dnf module streams (nvidia-driver:<branch>-dkms, <branch>-open) held by dnf "
+            "versionlock, which this collection does not install yet.",
+        ],
+    ),
+    "cuda_repo_branch_not_for_the_os": (
+        "h100",
+        {**CUDA_REPO, "nvidia_driver_branch": "470"},
+        [
+            'nvidia_driver_branch is "470", which NVIDIA\'s CUDA repository packages for Debian 12 '
+            "(nvidia_driver_source: cuda_repo) do not carry: they carry branches 535, 550, 560, 565, 570, 575, 580. "
+            'Fix: nvidia_driver_branch: "580" (or "" for the default).',
+        ],
+    ),
+    # The mirror's copy of NVIDIA's repository holds 550 and 580 only (tests/standins/cuda-repo-debian12-driver).
+    "cuda_repo_branch_missing_from_the_mirror": (
+        "h100",
+        {**CUDA_REPO, "nvidia_driver_branch": "535"},
+        [
+            "h100: NVIDIA's CUDA repository packages for Debian 12 (http://gpuops-mirror:8080/developer.download.nvidia"
+            ".com/compute/cuda/repos/debian12/x86_64/) carry no version of nvidia-kernel-dkms of branch 535 "
+            '(proprietary kernel modules). Fix: nvidia_driver_branch: "580" (it carries 550, 580), or bring branch '
+            "535 into NVIDIA's debian12 repository (nvidia_driver_cuda_repo_url)",
+        ],
+    ),
+    "cuda_repo_version_missing_from_the_repository": (
+        "h100",
+        {**CUDA_REPO, "nvidia_driver_branch": "550", "nvidia_driver_version": "550.127.05"},
+        [
+            "h100: nvidia_driver_version is 550.127.05, which NVIDIA's CUDA repository packages for Debian 12 "
+            "(http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) do not "
+            "carry for branch 550 with the proprietary kernel modules (they carry 550.163.01 (NVIDIA's debian12 "
+            "repository), 550.144.03 (NVIDIA's debian12 repository)).",
+        ],
+    ),
+    "cuda_repo_key_without_a_pin": (
+        "h100",
+        {**CUDA_REPO, "nvidia_driver_cuda_repo_key_fingerprint": ""},
+        [
+            "h100 needs NVIDIA's CUDA repository (the driver: nvidia_driver_source is cuda_repo), but its key_url "
+            "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub needs its pin",
         ],
     ),
     "version_the_source_does_not_carry": (
@@ -225,6 +294,10 @@ def nodes(tmp_path_factory):
         started.debian_sources("l40s", "trixie")
         started.debian_sources("h100", "bookworm")
         started.ubuntu("ubuntu")
+        # A real Rocky Linux 9.3 os-release (tests/fixtures/os-release, public) in place of Debian's.
+        started.sh("rocky", "rm -f /etc/os-release")
+        subprocess.run(["podman", "cp", str(ROCKY_OS_RELEASE), f"{started.containers['rocky']}:/etc/os-release"],
+                       check=True)  # fmt: skip
         yield started.inventory
 
 

@@ -236,3 +236,22 @@ def test_hgx_verification_fails_on_a_gpu_fault(host, capture, message):
         rc, output = verify_run(["--limit", "h100"])
     assert rc != 0
     assert f"h100 failed nvidia_driver verification: {message}" in output, output[-3000:]
+
+
+def candidate(host, package):
+    policy = host.check_output(f"apt-cache policy {package}")
+    return next(line.split(":", 1)[1].strip() for line in policy.splitlines() if line.strip().startswith("Candidate:"))
+
+
+def test_nvidias_repository_lends_no_driver_package_where_the_driver_comes_from_debian(host):
+    # The stand-in of NVIDIA's debian12 repository also carries its own driver packages, up to 580.95.05-1 (above
+    # Debian 13's 550): the role's apt preferences keep Debian's versions the candidates, so neither a dependency nor
+    # a later apt upgrade mixes NVIDIA's packages into Debian's set; fabric manager, which Debian lacks, still comes
+    # from NVIDIA's repository.
+    only_on(host, "h100")
+    preferences = host.file("/etc/apt/preferences.d/gpuops-nvidia-cuda").content_string
+    assert "Pin: release o=Debian" in preferences
+    assert "580.95.05-1" in host.check_output("apt-cache madison nvidia-kernel-dkms nvidia-persistenced")
+    for package in ["nvidia-kernel-dkms", "nvidia-persistenced", "libcuda1"]:
+        assert not candidate(host, package).startswith("580."), package
+    assert candidate(host, FABRICMANAGER).startswith("535.")

@@ -25,6 +25,7 @@ def test_the_filters_are_registered():
         "cuda_toolkit_driver_problem",
         "cuda_toolkit_input_problems",
         "cuda_toolkit_plan",
+        "cuda_toolkit_repository_plan",
         "cuda_toolkit_verify_problems",
     ]
 
@@ -38,6 +39,8 @@ def test_input_problems_and_plan():
                         "packages": []},
              "simulation": {"install": [], "remove": [], "driver_requirement": None}}  # fmt: skip
     assert cuda.cuda_toolkit_driver_problem(plan, facts, "n1") is None
+    repo = cuda.cuda_toolkit_repository_plan({"cuda-toolkit-12-2": ["12.2.2-1"]}, {}, ["12.2"], "", LAYOUT, "n1")
+    assert repo["default"] == "/usr/local/lib/gpuops/cuda-12.2"
 
 
 @pytest.mark.parametrize(
@@ -45,6 +48,7 @@ def test_input_problems_and_plan():
     [
         (lambda: cuda.cuda_toolkit_plan([], [], "", LAYOUT, "n1"), "cuda_toolkit_plan needs package_info's packages"),
         (lambda: cuda.cuda_toolkit_driver_problem({}, None, "n1"), "needs cuda_toolkit_facts' cuda_toolkit"),
+        (lambda: cuda.cuda_toolkit_repository_plan([], {}, ["12.2"], "", LAYOUT, "n1"), "repository_index's"),
         (lambda: cuda.cuda_toolkit_verify_problems(None, {}, {}, [], [], "/usr/local/cuda"), "cuda_toolkit_plan's"),
     ],
 )

@@ -51,6 +51,7 @@ def test_driver_flavor_refuses_an_unknown_request():
         ("driver_install_problems", ({}, [], {}, [], [], False), "the branch table"),
         ("driver_table_packages", ("535",), "the branch table"),
         ("driver_package_problems", ({}, None), "package_info's packages"),
+        ("driver_repository_info", ({}, None), "repository_index's packages"),
     ],
 )
 def test_a_wrong_input_names_what_was_expected(name, args, what):
@@ -65,3 +66,17 @@ def test_driver_table_packages_lists_every_package_once():
         names
     )
     assert "nvidia-persistenced" not in names
+
+
+def test_driver_repository_info_gives_the_repositorys_versions_only():
+    # Synthetic: Debian 12's nvidia-smi installed and available, the repository's two 550 versions.
+    info = {"nvidia-smi": {"installed": "535.261.03-1", "available": ["535.261.03-1"], "held": True}}
+    merged = FILTERS["driver_repository_info"](info, {"nvidia-smi": ["550.144.03-1", "550.163.01-1"]})
+    assert merged["nvidia-smi"] == {
+        "installed": "535.261.03-1",
+        "available": ["550.144.03-1", "550.163.01-1"],
+        "candidate": "550.163.01-1",
+        "held": True,
+        "installed_elsewhere": True,
+    }
+    assert info["nvidia-smi"]["available"] == ["535.261.03-1"], "the input is not changed"

@@ -174,7 +174,10 @@ def test_ldd_and_readelf():
         (("distribution", ["12.4"], "", ""), []),
         (("distribution", [], "", "550"), []),
         (("distribution", ["12.4"], "12.4", "550"), []),
-        (("cuda_repo", [], "", ""), ["cuda_toolkit_source is 'cuda_repo', which this collection does not know."]),
+        (("runfile", [], "", ""), ["cuda_toolkit_source is 'runfile', which this collection does not know."]),
+        (("cuda_repo", ["11.8", "12.2"], "12.2", "535"), []),
+        (("cuda_repo", [], "", ""), ["cuda_toolkit_source is cuda_repo but cuda_toolkit_versions is empty"]),
+        (("cuda_repo", ["12.2", "12.2.2"], "", ""), ["names CUDA 12.2 more than once"]),
         (("distribution", "12.4", "", ""), ["cuda_toolkit_versions is '12.4', not a list."]),
         (("distribution", ["12"], "", ""), ['cuda_toolkit_versions names "12", not a CUDA version.']),
         (("distribution", ["12.7"], "", ""), ["CUDA '12.7' is not in NVIDIA's table"]),
@@ -367,4 +370,70 @@ def test_verify_problems_name_what_is_off():
         "/usr/local/cuda/bin/nvcc reports 12.4.99, not 12.4.131",
         "libcudart.so.12 (needed by the program compiled with /usr/local/cuda) is not found",
         "the program compiled with /usr/local/lib/gpuops/cuda-12.4 does not link against libcudart",
+    ]
+
+
+# NVIDIA's CUDA repository as repository_index reads it (the bench's stand-in carries these versions; the real
+# debian12 repository carries 11.8.0-1, and 12.2.0-1 to 12.2.2-1, under the same names).
+INDEX = {"cuda-toolkit-11-8": ["11.8.0-1"], "cuda-toolkit-12-2": ["12.2.2-1", "12.2.0-1"]}
+REPO = {"where": "NVIDIA's CUDA repository (debian12)", "root": "/usr/local/cuda-{version}"}
+
+
+def test_repository_plan_installs_each_minor_under_its_own_root():
+    plan = cuda_toolkit.repository_plan(INDEX, {}, ["11.8", "12.2"], "11.8", REPO, "n1")
+    assert plan["problem"] is None
+    assert [(t["package"], t["package_version"], t["release"], t["root"], t["priority"], t["min_driver"], t["held"])
+            for t in plan["toolkits"]] == [
+        ("cuda-toolkit-11-8", "11.8.0-1", "11.8.0", "/usr/local/cuda-11.8", 118, "520.61.05", ["cuda-toolkit-11-8"]),
+        ("cuda-toolkit-12-2", "12.2.2-1", "12.2.2", "/usr/local/cuda-12.2", 122, "535.104.05", ["cuda-toolkit-12-2"]),
+    ]  # fmt: skip
+    assert plan["default"] == "/usr/local/cuda-11.8"
+    assert all(t["nvcc"] is None and t["links"] == [] and t["nvcc_binary"] is None for t in plan["toolkits"])
+
+
+def test_repository_plan_pins_an_update_and_keeps_the_installed_version():
+    exact = cuda_toolkit.repository_plan(INDEX, {}, ["12.2.0"], "", REPO, "n1")
+    assert exact["toolkits"][0]["package_version"] == "12.2.0-1"
+    assert exact["toolkits"][0]["min_driver"] == "535.54.03"
+    kept = cuda_toolkit.repository_plan(INDEX, {"cuda-toolkit-12-2": {"installed": "12.2.0-1"}}, ["12.2"], "", REPO,
+                                        "n1")  # fmt: skip
+    assert kept["toolkits"][0]["package_version"] == "12.2.0-1"
+    assert kept["default"] == "/usr/local/cuda-12.2"
+
+
+@pytest.mark.parametrize(
+    ("versions", "expected"),
+    [
+        (["12.4"], 'n1: cuda_toolkit_versions names "12.4", but NVIDIA\'s CUDA repository (debian12) carries no '
+                   "version of cuda-toolkit-12-4. Nothing was changed. Fix: a version it carries, or a mirror that "
+                   "holds it (gpuops_mirror_url)."),
+        (["11.8", "12.2.1"], 'n1: cuda_toolkit_versions names "12.2.1", but NVIDIA\'s CUDA repository (debian12) '
+                             "carries 12.2.0-1, 12.2.2-1 of cuda-toolkit-12-2. Nothing was changed. Fix: a version it "
+                             'carries (cuda_toolkit_versions: ["12.2"], the newest it carries), or a mirror'),
+    ],
+)  # fmt: skip
+def test_repository_plan_problems(versions, expected):
+    plan = cuda_toolkit.repository_plan(INDEX, {}, versions, "", REPO, "n1")
+    assert plan["toolkits"] == []
+    assert expected in plan["problem"]
+
+
+def test_verify_checks_an_nvidia_toolkit_by_the_release_its_nvcc_reports():
+    plan = cuda_toolkit.repository_plan(INDEX, {}, ["11.8", "12.2"], "12.2", REPO, "n1")
+    packages = {
+        "cuda-toolkit-11-8": {"installed": "11.8.0-1", "held": True},
+        "cuda-toolkit-12-2": {"installed": "12.2.2-1", "held": True},
+    }
+    facts_ = dict(facts("535.216.03", CURRENT), alternatives={"value": "/usr/local/cuda-12.2"})
+    compiled = [
+        {"item": root, "nvcc": {"release": release, "version": version},
+         "libraries": {"needed": ["libcudart.so.11.0"],
+                       "resolved": {"libcudart.so.11.0": "/lib/x86_64-linux-gnu/libcudart.so.11.0"}}}
+        for root, release, version in (("/usr/local/cuda-11.8", "11.8", "11.8.89"),
+                                       ("/usr/local/cuda-12.2", "12.2", "12.2.140"),
+                                       ("/usr/local/cuda", "11.8", "11.8.89"))
+    ]  # fmt: skip
+    profile = ["/usr/local/cuda", "/usr/local/cuda/bin/nvcc"]
+    assert cuda_toolkit.verify_problems(plan, packages, facts_, profile, compiled, "/usr/local/cuda") == [
+        "/usr/local/cuda/bin/nvcc reports 11.8, not 12.2"
     ]

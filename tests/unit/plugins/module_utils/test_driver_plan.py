@@ -104,7 +104,7 @@ def test_blackwell_needs_open_modules_which_debian_13s_535_branch_lacks():
         "0000:43:00.0, 0000:52:00.0, 0000:61:00.0, 0000:9d:00.0, 0000:c3:00.0, 0000:d1:00.0, 0000:df:00.0 run only "
         "on the open kernel modules), but Debian 13's own packages have no open kernel modules for branch 535 "
         '(nvidia_driver_branch: "535" offers proprietary). Fix: nvidia_driver_branch: "550" (which has them), or '
-        "nvidia_driver_source: cuda_repo for NVIDIA's own packages (the collection's next release)."
+        "nvidia_driver_source: cuda_repo for NVIDIA's own packages (Debian 12, Ubuntu)."
     )
     assert flavor(B200, branch="550")["flavor"] == "open"
 
@@ -120,7 +120,7 @@ def test_open_modules_where_the_branch_has_none():
     assert result["problem"] == (
         "nvidia_driver_flavor is open but Debian 13's own packages have no open kernel modules for branch 535 "
         '(nvidia_driver_branch: "535" offers proprietary). Fix: nvidia_driver_branch: "550" (which has them), or '
-        "nvidia_driver_source: cuda_repo for NVIDIA's own packages (the collection's next release), or "
+        "nvidia_driver_source: cuda_repo for NVIDIA's own packages (Debian 12, Ubuntu), or "
         "nvidia_driver_flavor: auto."
     )
     assert flavor(L40S, "open", source=BOOKWORM)["flavor"] == "open"
@@ -373,6 +373,100 @@ def test_every_table_package_is_in_the_captured_sources(source):
     table = TRIXIE_FRESH if source is TRIXIE else BOOKWORM_FRESH
     _kmods, names = driver_plan.table_packages(source["branches"])
     assert [n for n in names if not table.get(n, {}).get("available")] == []
+
+
+# --- NVIDIA's CUDA repository (cuda_repo) ----------------------------------------------------------------------------
+
+CUDA_DEBIAN12 = yaml.safe_load((VARS / "Debian-12.yml").read_text())["__nvidia_driver_cuda_repo"]
+CUDA_UBUNTU = yaml.safe_load((VARS / "Ubuntu.yml").read_text())["__nvidia_driver_cuda_repo"]
+# Synthetic: what repository_index reads from the bench's stand-in of NVIDIA's debian12 repository
+# (tests/standins/cuda-repo-debian12-driver/repo.json), two 550 versions and one 580, NVIDIA's "-1" revisions.
+NVIDIA_VERSIONS = ["550.144.03-1", "550.163.01-1", "580.95.05-1"]
+DEBIAN12_SET = ["nvidia-kernel-dkms", "firmware-nvidia-gsp", "nvidia-smi", "libcuda1", "libnvidia-cfg1",
+                "libnvidia-ml1", "nvidia-persistenced"]  # fmt: skip
+CUDA_INDEX = {name: list(NVIDIA_VERSIONS) for name in DEBIAN12_SET}
+
+
+def repo_plan(table, branch, flavour, pin="", index=None, base=None):
+    merged = driver_plan.repository_info(
+        BOOKWORM_FRESH if base is None else base, CUDA_INDEX if index is None else index
+    )
+    return driver_plan.choose_packages(table["branches"][branch], flavour, pin, merged, [], table["where"], branch)
+
+
+def test_the_repository_plan_takes_nvidias_versions_of_the_branch_only():
+    result = repo_plan(CUDA_DEBIAN12, "550", "proprietary")
+    assert result["problem"] is None
+    # The newest of branch 550, not the repository's 580, and never Debian 12's 535 of the same names.
+    assert (result["version"], result["debian_version"]) == ("550.163.01", "550.163.01-1")
+    assert (result["kmod_package"], result["dkms_module"]) == ("nvidia-kernel-dkms", "nvidia-current")
+    assert result["steps"]["kernel_modules"] == ["nvidia-kernel-dkms=550.163.01-1", "firmware-nvidia-gsp=550.163.01-1"]
+    # nvidia-persistenced is of the set, at the driver's version (NVIDIA versions it with the driver).
+    assert "nvidia-persistenced=550.163.01-1" in result["steps"]["userland"]
+    assert set(result["packages"].values()) == {"550.163.01-1"}
+
+
+def test_a_repository_pin_picks_the_older_version():
+    assert repo_plan(CUDA_DEBIAN12, "550", "proprietary", pin="550.144.03")["debian_version"] == "550.144.03-1"
+
+
+def test_an_installed_distribution_driver_is_never_a_repository_candidate():
+    # Debian 12's nvidia-kernel-dkms installed (535.261.03-1, real capture) while the repository carries 535 too:
+    # the plan takes NVIDIA's 535, the installed Debian version stays what is installed (the upgrade path's).
+    index = {name: [*NVIDIA_VERSIONS, "535.274.02-1"] for name in DEBIAN12_SET}
+    base = copy.deepcopy(BOOKWORM_FRESH)
+    debian = base["nvidia-kernel-dkms"]["available"][0]
+    for name in DEBIAN12_SET:
+        base.setdefault(name, {})["installed"] = debian
+    merged = driver_plan.repository_info(base, index)
+    assert merged["nvidia-kernel-dkms"]["installed"] == debian
+    assert merged["nvidia-kernel-dkms"]["installed_elsewhere"] is True
+    result = repo_plan(CUDA_DEBIAN12, "535", "proprietary", index=index, base=base)
+    assert result["debian_version"] == "535.274.02-1"
+
+
+def test_a_branch_the_repository_lacks_names_the_branches_it_carries():
+    result = repo_plan(CUDA_DEBIAN12, "535", "open")
+    assert result["problem"] == (
+        "NVIDIA's CUDA repository packages for Debian 12 carry no version of nvidia-kernel-open-dkms of branch 535 "
+        "(open kernel modules). Fix: bring branch 535 into NVIDIA's debian12 repository (nvidia_driver_cuda_repo_url) "
+        "(an offline mirror: copy it from NVIDIA's repository), and run again."
+    )
+    result = repo_plan(CUDA_DEBIAN12, "535", "proprietary")
+    assert 'Fix: nvidia_driver_branch: "580" (it carries 550, 580), or bring branch 535' in result["problem"]
+
+
+def test_ubuntu_sets_have_no_firmware_entry_and_a_per_branch_userland():
+    # Synthetic index in NVIDIA's Ubuntu naming ("-0ubuntu1" revisions).
+    entry = CUDA_UBUNTU["branches"]["550"]
+    names = ["nvidia-dkms-550-open", *entry["tracks"][0]["userland"]]
+    index = {name: ["550.163.01-0ubuntu1"] for name in names}
+    merged = driver_plan.repository_info({}, index)
+    result = driver_plan.choose_packages(entry, "open", "", merged, [], CUDA_UBUNTU["where"], "550")
+    assert result["problem"] is None
+    assert result["steps"]["kernel_modules"] == ["nvidia-dkms-550-open=550.163.01-0ubuntu1"]
+    assert result["dkms_module"] == "nvidia"
+    assert "nvidia-compute-utils-550=550.163.01-0ubuntu1" in result["steps"]["userland"]
+    kmods, all_names = driver_plan.table_packages(CUDA_UBUNTU["branches"])
+    assert "nvidia-dkms-580-open" in kmods
+    assert None not in all_names
+
+
+def test_debians_tesla_driver_is_the_upgrade_path_to_nvidias_repository():
+    # The role reads every source's tables on the OS (<source>/<branch>): a Debian 12 node with Debian's Tesla set
+    # installed (the real bookworm policy capture, its 535 Tesla version marked installed) moving to cuda_repo.
+    known = {f"distribution/{b}": e for b, e in BOOKWORM["branches"].items()}
+    known.update({f"cuda_repo/{b}": e for b, e in CUDA_DEBIAN12["branches"].items()})
+    base = copy.deepcopy(BOOKWORM_FRESH)
+    tesla = base["nvidia-tesla-535-kernel-dkms"]["available"][0]
+    for name in ("nvidia-tesla-535-kernel-dkms", "nvidia-tesla-535-smi", "libnvidia-tesla-535-cuda1"):
+        base[name]["installed"] = tesla
+    plan_ = repo_plan(CUDA_DEBIAN12, "550", "proprietary", base=base)
+    result = driver_plan.install_problems(known, base, plan_, [], [], False)
+    assert result["upgrade"] == {
+        "from": f"nvidia-tesla-535-kernel-dkms {tesla} (driver {apt.upstream_version(tesla)})",
+        "remove": ["libnvidia-tesla-535-cuda1", "nvidia-tesla-535-kernel-dkms", "nvidia-tesla-535-smi"],
+    }
 
 
 # --- reboot contract ---------------------------------------------------------------------------------------------

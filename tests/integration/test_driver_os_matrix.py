@@ -1,0 +1,94 @@
+"""nvidia_driver's cuda_repo source on the OSes the bench cannot install: its data and preflight, per OS.
+
+Each node is a bench container whose /etc/os-release is a real one of that OS (tests/fixtures/os-release, sources in
+SOURCES.md): os_facts reads it as it would on that OS, the role loads that OS's variables, resolves NVIDIA's
+repository for it (through the bench's mirror, where index-only stand-ins of NVIDIA's ubuntu2204 and ubuntu2404
+repositories stand: tests/standins/cuda-repo-ubuntu*-driver) and plans the packages it would install. Only
+preflight runs, in check mode: installing needs the real OS. Rocky and RHEL are refused with the reason.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from preflight_harness import MIRROR, assert_fails_with, assert_passes_unchanged, bench_nodes, run_preflight
+
+PLAYBOOK = Path(__file__).with_name("driver_preflight.yml")
+TAG = "nvidia_driver_preflight"
+GROUP = "driver-os-matrix"
+RELEASES = Path(__file__).resolve().parents[1] / "fixtures" / "os-release"
+BENCH_KEY_FINGERPRINT = (
+    "{{ (lookup('ansible.builtin.file', playbook_dir ~ '/../../.bench/mirror/mirror.json') | from_json)"
+    ".local_repo_key_fingerprint }}"
+)
+CUDA_REPO = {
+    "nvidia_driver_source": "cuda_repo",
+    "nvidia_driver_branch": "550",
+    "gpuops_mirror_url": MIRROR,
+    "nvidia_driver_cuda_repo_key_fingerprint": BENCH_KEY_FINGERPRINT,
+}
+# node -> os-release fixture
+UBUNTU = {"ubuntu2204": "ubuntu-22.04", "ubuntu2404": "ubuntu-24.04"}
+REFUSED = {"rocky8": "rocky-8.3", "rhel9": "rhel-9.6"}
+
+
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory):
+    specs = [{"name": name, "image": "debian12"} for name in [*UBUNTU, *REFUSED]]
+    with bench_nodes(tmp_path_factory, GROUP, specs) as started:
+        for name, release in {**UBUNTU, **REFUSED}.items():
+            # Debian's archive through the mirror for the kernel headers the plan reads; the OS's os-release.
+            started.debian_sources(name, "bookworm")
+            started.sh(name, "rm -f /etc/os-release")
+            subprocess.run(["podman", "cp", str(RELEASES / release), f"{started.containers[name]}:/etc/os-release"],
+                           check=True)  # fmt: skip
+        yield started.inventory
+
+
+@pytest.mark.parametrize("node", sorted(UBUNTU))
+@pytest.mark.parametrize("flavor", ["proprietary", "open"])
+def test_ubuntu_plans_nvidias_packages_for_its_release(tmp_path: Path, nodes: Path, node: str, flavor: str) -> None:
+    variables = {**CUDA_REPO, "nvidia_driver_flavor": flavor}
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit=node)
+    output = assert_passes_unchanged(proc, node)
+    dkms = "nvidia-dkms-550" + ("-open" if flavor == "open" else "")
+    assert f"{node}: NVIDIA driver 550.163.01 (NVIDIA's Ubuntu repository, {flavor} kernel modules" in output
+    assert "DKMS module nvidia for kernel(s) " in output
+    assert (
+        f"packages {dkms}=550.163.01-0ubuntu1, nvidia-utils-550=550.163.01-0ubuntu1, "
+        "libnvidia-compute-550=550.163.01-0ubuntu1, nvidia-compute-utils-550=550.163.01-0ubuntu1, "
+        "libnvidia-cfg1-550=550.163.01-0ubuntu1." in output
+    )
+
+
+@pytest.mark.parametrize("node", sorted(UBUNTU))
+def test_ubuntu_reads_its_own_nvidia_repository(tmp_path: Path, nodes: Path, node: str) -> None:
+    """A version the release's repository lacks names that repository: the role picked the release's URL."""
+    variables = {**CUDA_REPO, "nvidia_driver_version": "550.127.05"}
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit=node)
+    assert_fails_with(
+        proc,
+        node,
+        [
+            f"{node}: nvidia_driver_version is 550.127.05, which NVIDIA's CUDA repository packages for Ubuntu "
+            f"(http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/{node}/x86_64/) do not "
+            "carry for branch 550 with the proprietary kernel modules (they carry 550.163.01 (NVIDIA's Ubuntu "
+            "repository), 550.144.03 (NVIDIA's Ubuntu repository)).",
+        ],
+    )
+
+
+@pytest.mark.parametrize("node", sorted(REFUSED))
+def test_rocky_and_rhel_are_refused_with_the_reason(tmp_path: Path, nodes: Path, node: str) -> None:
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], CUDA_REPO, limit=node)
+    assert_fails_with(
+        proc,
+        node,
+        [
+            "nvidia_driver_source is cuda_repo: NVIDIA's CUDA network repository, which this collection supports on "
+            f"Debian 12, Ubuntu 22.04 and Ubuntu 24.04; {node} runs",
+            "NVIDIA's rhel8 and rhel9 repositories serve the driver as dnf module streams",
+        ],
+    )
