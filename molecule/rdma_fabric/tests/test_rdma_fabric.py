@@ -1,0 +1,189 @@
+"""rdma_fabric on two simulated machines (HGX H100 8x NDR InfiniBand on Debian 12, 4x L40S with two RoCE ports on
+Debian 13): the real state of the nodes after converge, the state file the nccl_tests role reads, and verify failing
+with clear messages on a port down, a port at the wrong rate and GPUDirect RDMA asked for without a driver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+PACKAGES = ["rdma-core", "ibverbs-providers", "ibverbs-utils", "infiniband-diags", "perftest"]
+STATE = "/var/lib/gpuops/rdma_fabric/state.json"
+CONVERGE = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"
+IBSTAT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "tests" / "fixtures" / "infiniband" / "ibstat"
+# The role without the stage's inventory check, for a run that gives a node another profile through a host variable
+# (which the rack inventory contract rightly refuses).
+ROLE_ONLY = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "tests" / "integration" / "rdma_fabric_preflight.yml"
+
+
+def only_on(host, name):
+    if host.backend.get_hostname() != name:
+        pytest.skip(f"checks the {name} node")
+
+
+def run(tags, extra=None, playbook=CONVERGE):
+    """The stage with the given tags (preflight runs with each phase) on the converged nodes; extra: more
+    ansible-playbook arguments (a second inventory, extra vars, a limit)."""
+    argv = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(playbook), "--tags", tags]
+    proc = subprocess.run(
+        argv + (extra or []),
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
+    )
+    # The YAML callback folds long messages and doubles quotes inside single-quoted strings.
+    return proc.returncode, " ".join((proc.stdout + proc.stderr).split()).replace("''", "'")
+
+
+def test_the_stack_is_installed_and_held_at_one_version(host):
+    held = host.check_output("apt-mark showhold").split()
+    for package in PACKAGES:
+        assert host.package(package).is_installed, package
+        assert package in held, f"{package} is not held"
+    assert host.exists("ibstat") and host.exists("ib_write_bw") and host.exists("ibv_devinfo")
+
+
+def test_no_peermem_at_boot_when_gpudirect_is_off(host):
+    assert not host.file("/etc/modules-load.d/gpuops-rdma-fabric.conf").exists
+
+
+def test_ipoib_interfaces_for_systemd_networkd(host):
+    only_on(host, "h100")
+    first = host.file("/etc/systemd/network/60-gpuops-ibp26s0.network").content_string
+    assert "Name=ibp26s0\n" in first and "MTUBytes=4092\n" in first and "Address=10.10.0.11/16\n" in first
+    assert "[IPoIB]\nMode=datagram\n" in first
+    second = host.file("/etc/systemd/network/60-gpuops-ibp60s0.network").content_string
+    assert "MTUBytes=2044\n" in second
+    assert host.service("systemd-networkd").is_enabled
+
+
+def test_roce_interfaces_and_their_qos_at_link_up(host):
+    only_on(host, "l40s")
+    network = host.file("/etc/systemd/network/60-gpuops-ens1np0.network").content_string
+    assert "MTUBytes=9000\n" in network and "Address=10.20.0.12/24\n" in network and "[IPoIB]" not in network
+    for name in ("ens1np0", "ens2np0"):
+        unit = host.file(f"/etc/systemd/system/gpuops-roce-qos-{name}.service").content_string
+        assert f"ExecStart=/usr/sbin/dcb app replace dev {name} dscp-prio 26:3\n" in unit
+        assert f"ExecStart=/usr/sbin/dcb pfc set dev {name} prio-pfc all:off 3:on\n" in unit
+        assert f"/sys/class/net/{name}/ecn/roce_np/enable/3" in unit
+        wants = f"/etc/systemd/system/sys-subsystem-net-devices-{name}.device.wants/gpuops-roce-qos-{name}.service"
+        assert host.file(wants).is_symlink
+    # The tool the units call exists and takes those objects (iproute2's dcb: app and pfc).
+    usage = host.run("dcb help").stderr
+    assert "app" in usage and "pfc" in usage
+
+
+def test_state_file_for_nccl_tests(host):
+    state = json.loads(host.file(STATE).content_string)
+    assert state["stack"] == "inbox"
+    assert state["peermem"] == {"enabled": False, "module": None, "status": "disabled"}
+    if host.backend.get_hostname() == "h100":
+        # The BlueField-3 Ethernet bond of the capture is not an NCCL HCA of the InfiniBand fabric.
+        assert state["hcas"] == [f"mlx5_{n}" for n in (0, 1, 4, 5, 6, 7, 8, 9)]
+        assert (state["link_layer"], state["gid_index"], state["socket_ifname"]) == ("InfiniBand", None, "eth0")
+        assert state["traffic_class"] is None
+    else:
+        assert state["hcas"] == ["mlx5_0", "mlx5_3"]
+        assert (state["link_layer"], state["gid_index"], state["socket_ifname"]) == ("Ethernet", 3, None)
+        assert state["traffic_class"] == 104
+    assert state["simulated"]["profile"] in ("hgx_h100_8gpu", "pcie_l40s_4gpu")
+
+
+def test_verification_says_what_a_container_cannot_show(host):
+    only_on(host, "l40s")
+    rc, output = run("rdma_fabric_verify", ["--limit", "l40s"])
+    assert rc == 0, output[-3000:]
+    assert "l40s passed rdma_fabric verification: stack inbox (5 packages held at their versions);" in output
+    assert "[SIMULATED pcie_l40s_4gpu] l40s (pcie_l40s_4gpu): 2/2 Ethernet ports active at 400 Gb/s" in output
+    assert "not applicable: interfaces applied, RoCE QoS applied" in output
+    assert "belong to its container host" in output
+
+
+@contextlib.contextmanager
+def ibstat_fault(host, capture):
+    """The node's bare ibstat answers with a fault capture (tests/fixtures/infiniband/ibstat) for the test's length.
+
+    The profile's stand-in is a read-only mount in /usr/local/bin; a wrapper in /usr/local/sbin, which comes first in
+    PATH, answers the bare call from the capture and hands every other call to it.
+    """
+    container = f"molecule-{os.environ['MOLECULE_SCENARIO_NAME']}-{host.backend.get_hostname()}"
+    subprocess.run(["podman", "cp", str(IBSTAT / capture), f"{container}:/root/gpuops-fault.txt"], check=True)
+    host.run_expect([0], "printf '#!/bin/sh\\n[ -z \"$*\" ] && exec cat /root/gpuops-fault.txt\\n"
+                         "exec /usr/local/bin/ibstat \"$@\"\\n' > /usr/local/sbin/ibstat && "
+                         "chmod 755 /usr/local/sbin/ibstat")  # fmt: skip
+    try:
+        yield
+    finally:
+        host.run_expect([0], "rm -f /usr/local/sbin/ibstat /root/gpuops-fault.txt")
+
+
+@pytest.mark.parametrize(
+    ("capture", "message"),
+    [
+        ("gpud-h100-ib-bluefield3-mlx5_4-down.derived.txt",
+         "7 active InfiniBand port(s) found, expected 8: mlx5_0/1, mlx5_1/1, mlx5_5/1, mlx5_6/1, mlx5_7/1, mlx5_8/1, "
+         "mlx5_9/1; mlx5_4 port 1 is down and polling: no link partner (cable, transceiver or switch port)"),
+        ("gpud-h100-ib-bluefield3-mlx5_6-hdr.derived.txt",
+         "mlx5_6 port 1 runs at 200 Gb/s, expected at least 400 Gb/s"),
+    ],
+    ids=["port_down", "rate_low"],
+)  # fmt: skip
+def test_verification_fails_on_a_port_fault(host, capture, message):
+    only_on(host, "h100")
+    with ibstat_fault(host, capture):
+        rc, output = run("rdma_fabric_verify", ["--limit", "h100"])
+    assert rc != 0
+    assert f"h100 failed rdma_fabric verification: {message}" in output, output[-3000:]
+
+
+def test_gpudirect_without_a_driver_stops_in_preflight(host):
+    only_on(host, "l40s")
+    before = host.file(STATE).content_string
+    rc, output = run("rdma_fabric", ["--limit", "l40s", "--extra-vars", json.dumps({"rdma_fabric_peermem": True})])
+    assert rc != 0
+    assert "rdma_fabric_peermem is true but l40s has no NVIDIA driver built by DKMS for its kernels" in output
+    assert "Fix: run playbooks/driver.yml first" in output
+    assert "l40s : ok=" in output and "changed=0" in output
+    assert host.file(STATE).content_string == before
+
+
+def test_bandwidth_peer_on_another_link_layer_stops_in_preflight(host, tmp_path):
+    only_on(host, "l40s")
+    extra = tmp_path / "peer.yml"
+    extra.write_text(json.dumps({"all": {"hosts": {"l40s": {"rdma_fabric_perftest_peer": "h100"}}}}))
+    rc, output = run("rdma_fabric_verify", ["-i", str(extra)])
+    assert rc != 0
+    assert (
+        'rdma_fabric_perftest_peer is "h100": its fabric is InfiniBand, this one Ethernet: ib_write_bw needs both '
+        "ends on one link layer. Nothing was changed." in output
+    ), output[-3000:]
+
+
+def test_bandwidth_check_runs_ib_write_bw_and_says_why_it_could_not(host, tmp_path):
+    """l40s measures against h100, given the L40S profile for the length of the run (a second inventory: host
+    variables beat the profile's group variables), so that h100's one Ethernet port (the BlueField-3 bond of its
+    capture) serves. Real perftest on both ends finds no RDMA device in a container; verify fails saying so, for the
+    client and the server. (h100 fails its own port check under that profile.)"""
+    only_on(host, "l40s")
+    l40s = {"profile": "pcie_l40s_4gpu", "description": "as l40s", "gpu": {"model": "NVIDIA L40S",
+            "architecture": "ada", "count": 4, "nvswitch": False},
+            "infiniband": {"ports": 2, "rate_gbps": 400, "link_layer": "Ethernet"}}  # fmt: skip
+    extra = tmp_path / "perftest.yml"
+    # As converge.yml sets it: no driver is built in this scenario.
+    extra.write_text(json.dumps({"all": {"vars": {"rdma_fabric_peermem": False},
+                                         "hosts": {"l40s": {"rdma_fabric_perftest_peer": "h100"},
+                                                   "h100": {"gpuops_hardware": l40s}}}}))  # fmt: skip
+    rc, output = run("rdma_fabric_verify", ["-i", str(extra)], playbook=ROLE_ONLY)
+    assert rc != 0
+    assert (
+        "l40s failed rdma_fabric verification: ib_write_bw l40s (mlx5_0) -> h100 could not run (exit 1): Did not "
+        "detect devices If device exists, check if driver is up Unable to find the Infiniband/RoCE device; the "
+        "server on h100: Did not detect devices" in output
+    ), output[-4000:]

@@ -1,0 +1,106 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The rdma_fabric role's decisions: whether nvidia-peermem is usable for each kernel the node boots, and which GID
+index NCCL should use on a RoCE port.
+
+Pure functions over what rdma_fabric_facts read, so unit tests give them node states as data tables.
+
+GPUDirect RDMA needs nvidia-peermem built against the ib_core the node loads. The NVIDIA driver's DKMS build
+compiles it against whatever ib_core it finds: the kernel's own (inbox rdma-core) or, once DOCA-OFED is installed,
+OFED's (mlnx-ofed-kernel-dkms puts its ib_core under /lib/modules/<kernel>/updates/dkms). A driver built BEFORE OFED
+links against the kernel's ib_core, and then either fails to load or loads without registering its peer-memory
+client: GPUDirect RDMA is silently off and NCCL falls back to staging through host memory (NVIDIA/nccl#1676: a 2-node
+all_reduce from about 180 GB/s to about 10 GB/s). Rebuilding the driver's DKMS module after OFED fixes it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+PEERMEM_SUFFIX = "-peermem"
+
+
+def peermem_plan(stack, driver_module, kernels):
+    """What to do about nvidia-peermem on each kernel.
+
+    stack: "inbox" or "doca". driver_module: the driver's DKMS module name (nvidia-tesla-535, nvidia-current...),
+    None when no driver is installed through DKMS. kernels: {kernel: {"peermem": {"path", "mtime"} or None,
+    "ofed_ib_core": {"path", "mtime"} or None}} for each kernel the node may boot.
+
+    Returns {"module": the loadable module name or None, "status": "ready", "no_driver", "rebuild" or "problem",
+    "rebuild": [kernels whose driver build predates OFED], "problems": [sentences], "kernels": {kernel: status}}.
+    """
+    if not driver_module:
+        return {
+            "module": None,
+            "status": "no_driver",
+            "rebuild": [],
+            "problems": [],
+            "kernels": {},
+        }
+    per_kernel = {}
+    rebuild = []
+    problems = []
+    for kernel in sorted(kernels):
+        state = kernels[kernel]
+        peermem = state.get("peermem")
+        ofed = state.get("ofed_ib_core")
+        if stack == "doca" and not ofed:
+            per_kernel[kernel] = "ofed_missing"
+            problems.append(
+                f"kernel {kernel} has no ib_core from DOCA-OFED under /lib/modules/{kernel}/updates/dkms: "
+                "its mlnx-ofed-kernel-dkms build is missing (dkms status names it)"
+            )
+        elif stack == "doca" and (not peermem or peermem["mtime"] < ofed["mtime"]):
+            # A missing peermem counts too: a driver built against an OFED being replaced may have lost it.
+            per_kernel[kernel] = "rebuild"
+            rebuild.append(kernel)
+        elif not peermem:
+            per_kernel[kernel] = "peermem_missing"
+            problems.append(
+                f"kernel {kernel} has the driver's DKMS build without {driver_module}{PEERMEM_SUFFIX}: the driver "
+                "found no ib_core when it was built"
+            )
+        else:
+            per_kernel[kernel] = "ready"
+    if problems:
+        status = "problem"
+    elif rebuild:
+        status = "rebuild"
+    else:
+        status = "ready"
+    return {
+        "module": driver_module + PEERMEM_SUFFIX,
+        "status": status,
+        "rebuild": rebuild,
+        "problems": problems,
+        "kernels": per_kernel,
+    }
+
+
+def _ipv4_mapped(gid):
+    """'0000:0000:0000:0000:0000:ffff:0a00:0001' (sysfs form) -> IPv4Address('10.0.0.1'), else None."""
+    try:
+        address = ipaddress.IPv6Address(gid.strip())
+    except ValueError:
+        return None
+    return address.ipv4_mapped
+
+
+def roce_gid_index(gids, netdev=None):
+    """The GID index NCCL should use on a RoCE port: the lowest RoCE v2 entry holding an IPv4-mapped address (the
+    one NCCL_IB_GID_INDEX names on a routed RoCE fabric), on the given netdev when one is named; None when there is
+    none (no address configured yet, an InfiniBand port).
+
+    gids: [{"index": int, "gid": str, "type": "RoCE v2" / "IB/RoCE v1", "ndev": str or None}] from
+    /sys/class/infiniband/<hca>/ports/<port>/gids and gid_attrs.
+    """
+    for entry in sorted(gids, key=lambda e: e["index"]):
+        if (entry.get("type") or "").strip().lower() != "roce v2":
+            continue
+        if netdev and entry.get("ndev") and entry["ndev"] != netdev:
+            continue
+        mapped = _ipv4_mapped(entry.get("gid") or "")
+        if mapped is not None and not mapped.is_unspecified:
+            return entry["index"]
+    return None

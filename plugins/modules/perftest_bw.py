@@ -1,0 +1,166 @@
+#!/usr/bin/python
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: perftest_bw
+short_description: Measure RDMA write bandwidth between two hosts with perftest's ib_write_bw
+version_added: 0.1.0
+description:
+  - Runs C(ib_write_bw) as the server (without O(server)) or as the client of a server (with O(server)), always with
+    C(--report_gbits), and returns the results table and the average bandwidth of the run.
+  - Uses GPU memory (GPUDirect RDMA, C(--use_cuda)) when O(gpu) is set and this perftest was built with CUDA; the
+    result says whether it did. Debian's perftest is built without.
+  - A run that cannot start (no RDMA device, no server listening) is returned with its messages, not failed, so the
+    caller can say what it means; the module fails only when ib_write_bw is not installed.
+  - Changes nothing on the host but sends traffic over the fabric, so it does not run in check mode.
+author: gpuops.bringup developers (@gpuops)
+options:
+  device:
+    description: The RDMA device (C(mlx5_0)).
+    type: str
+    required: true
+  server:
+    description: The server's address; unset - run as the server and wait for one client.
+    type: str
+  port:
+    description: The TCP port the two sides exchange their parameters on.
+    type: int
+    default: 18515
+  duration:
+    description: Seconds of traffic.
+    type: int
+    default: 5
+  size:
+    description: Message size in bytes.
+    type: int
+    default: 65536
+  gid_index:
+    description: The GID index (RoCE); unset for InfiniBand.
+    type: int
+  gpu:
+    description: The CUDA device whose memory to use, when this perftest supports CUDA.
+    type: int
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: none
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+seealso:
+  - module: gpuops.bringup.ib_facts
+"""
+
+EXAMPLES = r"""
+- name: Serve one ib_write_bw run on the peer
+  gpuops.bringup.perftest_bw:
+    device: mlx5_0
+  delegate_to: gpu-node-02
+  async: 120
+  poll: 0
+  register: server
+
+- name: Measure from this node
+  gpuops.bringup.perftest_bw:
+    device: mlx5_0
+    server: 10.10.0.12
+  register: client
+"""
+
+RETURN = r"""
+ok:
+  description: ib_write_bw exited 0 and printed a results table.
+  returned: always
+  type: bool
+exit_code:
+  description: ib_write_bw's exit status (not C(rc), which Ansible would read as this module failing).
+  returned: always
+  type: int
+cmd:
+  description: The command run.
+  returned: always
+  type: list
+  elements: str
+average_gbps:
+  description: Average bandwidth of the largest message size, in Gb/s; null without a table.
+  returned: always
+  type: float
+rows:
+  description: The results table - C(bytes), C(iterations), C(peak_gbps), C(average_gbps), C(msg_rate_mpps).
+  returned: always
+  type: list
+  elements: dict
+link_type:
+  description: The link type ib_write_bw reports (C(IB), C(Ethernet)).
+  returned: always
+  type: str
+messages:
+  description: What ib_write_bw printed on stderr (why it could not run).
+  returned: always
+  type: list
+  elements: str
+gpudirect:
+  description: Whether GPU memory was used (O(gpu) set and this perftest supports CUDA).
+  returned: always
+  type: bool
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import perftest
+from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
+from ansible_collections.gpuops.bringup.plugins.module_utils.infiniband import AnyReturnCode
+
+
+def run(tool, params):
+    gpudirect = False
+    if params["gpu"] is not None:
+        _rc, out, err = tool(["--help"], ok_rc=AnyReturnCode())
+        gpudirect = perftest.supports_cuda(out + err)
+    argv = perftest.write_bw_argv(
+        params["device"],
+        params["duration"],
+        params["size"],
+        params["port"],
+        gid_index=params["gid_index"],
+        use_cuda=params["gpu"] if gpudirect else None,
+        server=params["server"],
+    )
+    rc, out, err = tool(argv[1:], ok_rc=AnyReturnCode())
+    parsed = perftest.parse_write_bw(out, err)
+    return {
+        "ok": rc == 0 and bool(parsed["rows"]),
+        "exit_code": rc,
+        "cmd": argv,
+        "average_gbps": parsed["average_gbps"],
+        "rows": parsed["rows"],
+        "link_type": parsed["link_type"],
+        "messages": parsed["messages"],
+        "gpudirect": gpudirect,
+    }
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "device": {"type": "str", "required": True},
+            "server": {"type": "str"},
+            "port": {"type": "int", "default": 18515},
+            "duration": {"type": "int", "default": 5},
+            "size": {"type": "int", "default": 65536},
+            "gid_index": {"type": "int"},
+            "gpu": {"type": "int"},
+        },
+        supports_check_mode=False,
+    )
+    module.exit_json(changed=False, **run(ToolRunner(module, "ib_write_bw"), module.params))
+
+
+if __name__ == "__main__":
+    main()

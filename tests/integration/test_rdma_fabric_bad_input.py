@@ -1,0 +1,186 @@
+"""rdma_fabric's bad input fails in preflight, before any change, with a message naming the variable, the value and
+the fix.
+
+The machine running the tests is a Debian 12 VM without an NVIDIA driver or RDMA device: the variable cases, DOCA on
+an OS its release does not serve (Debian 12) and GPUDirect RDMA without a driver run there. One bench node with
+Ubuntu 24.04's os-release (an OS DOCA 3.1.0 serves) shows the stop before the DOCA install path, which is not built,
+and the interfaces refused where netplan is the tool; one with Rocky Linux 9.3's the inbox stack refused off apt.
+Each case gives the node a hardware profile as the inventory would (gpuops_hardware).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from preflight_harness import assert_fails_with, assert_passes_unchanged, bench_nodes, run_local, run_preflight
+
+PLAYBOOK = Path(__file__).with_name("rdma_fabric_preflight.yml")
+TAG = "rdma_fabric_preflight"
+GROUP = "rdma-preflight"
+FINGERPRINT = "0" * 40  # any well-formed value: these cases stop before a key is fetched
+
+NO_FABRIC = {"profile": "bench_container", "infiniband": {"ports": 0, "rate_gbps": 0, "link_layer": "InfiniBand"}}
+NDR = {"profile": "hgx_h100_8gpu", "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"}}
+
+
+def given(hardware=None, **variables):
+    """The case's variables on a node of the given profile (no fabric unless named), GPUDirect RDMA off unless set."""
+    return {"gpuops_hardware": hardware or NO_FABRIC, "rdma_fabric_peermem": False, **variables}
+
+
+LOCAL_CASES = {
+    "peermem_without_rdma_stack": (
+        given(rdma_fabric_stack="none", rdma_fabric_peermem=True),
+        [
+            "rdma_fabric_peermem is true but rdma_fabric_stack is none: nvidia-peermem registers GPU memory with an "
+            "RDMA stack, and there is none. Fix: rdma_fabric_stack: inbox (or doca), or rdma_fabric_peermem: false."
+        ],
+    ),
+    "no_stack_on_a_fabric_node": (
+        given(NDR, rdma_fabric_stack="none"),
+        [
+            "rdma_fabric_stack is none but the hardware profile hgx_h100_8gpu expects 8 RDMA ports. Fix: "
+            "rdma_fabric_stack: inbox (or doca)."
+        ],
+    ),
+    "doca_without_key_fingerprint": (
+        given(rdma_fabric_stack="doca"),
+        [
+            "rdma_fabric_stack is doca but rdma_fabric_doca_key_fingerprint is empty: the DOCA repository is never "
+            "trusted without its signing key pinned."
+        ],
+    ),
+    "doca_release_without_table": (
+        given(rdma_fabric_stack="doca", rdma_fabric_doca_version="2.0.0", rdma_fabric_doca_key_fingerprint=FINGERPRINT),
+        ['rdma_fabric_doca_version is "2.0.0", a DOCA release this collection has no table for. Fix: one of 3.1.0.'],
+    ),
+    "doca_on_an_unsupported_os": (
+        given(rdma_fabric_stack="doca", rdma_fabric_doca_key_fingerprint=FINGERPRINT),
+        [
+            "rdma_fabric_stack is doca with rdma_fabric_doca_version 3.1.0, which NVIDIA publishes for ubuntu22.04, "
+            "ubuntu24.04; localhost runs Debian GNU/Linux 12 (bookworm) (debian12). Nothing was changed. Fix: "
+            "rdma_fabric_stack: inbox (the OS's own rdma-core), or a DOCA release published for this OS."
+        ],
+    ),
+    "peermem_without_driver": (
+        given(rdma_fabric_peermem=True),
+        [
+            "rdma_fabric_peermem is true but localhost has no NVIDIA driver built by DKMS for its kernels",
+            "nvidia-peermem comes with the driver's build. Nothing was changed. Fix: run playbooks/driver.yml first "
+            "(site.yml runs it before this stage), or rdma_fabric_peermem: false for a node without GPUDirect RDMA.",
+        ],
+    ),
+    "interface_kind_unknown": (
+        given(rdma_fabric_interfaces=[{"name": "ib0", "kind": "infiniband"}]),
+        [
+            'rdma_fabric_interfaces[0] (ib0) has kind "infiniband". Fix: kind: ipoib (an InfiniBand port) or '
+            "kind: roce (an Ethernet port)."
+        ],
+    ),
+    "interface_address_without_prefix": (
+        given(rdma_fabric_interfaces=[{"name": "ens1np0", "kind": "roce", "address": "10.20.0.12"}]),
+        [
+            'rdma_fabric_interfaces[0] (ens1np0) has address "10.20.0.12", not an IPv4 address with its prefix length. '
+            "Fix: address: 10.10.0.11/16, or no address."
+        ],
+    ),
+    "interface_mtu_too_large_for_roce": (
+        given(rdma_fabric_interfaces=[{"name": "ens1np0", "kind": "roce", "mtu": 65520}]),
+        ["rdma_fabric_interfaces[0] (ens1np0) has mtu 65520. Fix: 1280 to 9216, or no mtu for the default."],
+    ),
+    "interface_twice": (
+        given(rdma_fabric_interfaces=[{"name": "ib0", "kind": "ipoib"}, {"name": "ib0", "kind": "ipoib"}]),
+        ["rdma_fabric_interfaces names ib0 more than once. Fix: one entry per interface."],
+    ),
+    "dscp_out_of_range": (
+        given(rdma_fabric_roce_dscp=64),
+        ["rdma_fabric_roce_dscp is 64, not a DSCP value. Fix: 0 to 63 (26 is common for RDMA)."],
+    ),
+    "perftest_peer_is_this_node": (
+        given(NDR, rdma_fabric_perftest_peer="localhost"),
+        [
+            'rdma_fabric_perftest_peer is "localhost": that is this node itself. Nothing was changed. Fix: an '
+            'inventory host of the same hardware profile in this play, or rdma_fabric_perftest_peer: "".'
+        ],
+    ),
+    "perftest_peer_not_in_the_play": (
+        given(NDR, rdma_fabric_perftest_peer="gpu-node-99"),
+        ['rdma_fabric_perftest_peer is "gpu-node-99": not a host of this play. Nothing was changed.'],
+    ),
+    "stack_unknown": (
+        given(rdma_fabric_stack="mlnx_ofed"),
+        ["value of rdma_fabric_stack must be one of: inbox, doca, none, got: mlnx_ofed"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOCAL_CASES))
+def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
+    variables, expected = LOCAL_CASES[case]
+    assert_fails_with(run_local(PLAYBOOK, TAG, tmp_path, variables), "localhost", expected)
+
+
+def test_valid_input_passes_preflight_and_changes_nothing(tmp_path: Path) -> None:
+    """The control: the defaults without GPUDirect RDMA pass here, so the failures above come from the input."""
+    variables = given(rdma_fabric_interfaces=[{"name": "ibp26s0", "kind": "ipoib", "address": "10.10.0.11/16"}])
+    assert_passes_unchanged(run_local(PLAYBOOK, TAG, tmp_path, variables), "localhost")
+
+
+ROCKY_OS_RELEASE = Path(__file__).resolve().parents[1] / "fixtures" / "os-release" / "rocky-9.3"
+
+
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory):
+    specs = [{"name": "ubuntu", "image": "debian12"}, {"name": "rocky", "image": "debian12"}]
+    with bench_nodes(tmp_path_factory, GROUP, specs) as started:
+        started.ubuntu("ubuntu")
+        # A real Rocky Linux 9.3 os-release (tests/fixtures/os-release, public) in place of Debian's.
+        started.sh("rocky", "rm -f /etc/os-release")
+        subprocess.run(["podman", "cp", str(ROCKY_OS_RELEASE), f"{started.containers['rocky']}:/etc/os-release"],
+                       check=True)  # fmt: skip
+        yield started.inventory
+
+
+def test_inbox_stack_on_a_dnf_system(tmp_path: Path, nodes: Path) -> None:
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], given(), limit="rocky")
+    assert_fails_with(
+        proc,
+        "rocky",
+        [
+            "rdma_fabric_stack is inbox, which this collection installs with apt (Debian, Ubuntu: rdma-core, "
+            "ibverbs-providers, ibverbs-utils, infiniband-diags, perftest); rocky runs Rocky Linux 9.3 (Blue Onyx) "
+            "(package manager dnf). Nothing was changed.",
+            "Fix: an apt-based node, or install the RDMA stack with the OS's own tools and set "
+            "rdma_fabric_stack: none.",
+        ],
+    )
+
+
+def test_doca_stops_before_the_install_path_that_is_not_built(tmp_path: Path, nodes: Path) -> None:
+    variables = given(rdma_fabric_stack="doca", rdma_fabric_doca_key_fingerprint=FINGERPRINT)
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit="ubuntu")
+    assert_fails_with(
+        proc,
+        "ubuntu",
+        [
+            "rdma_fabric_stack is doca: ubuntu's OS is one DOCA 3.1.0 serves, but this collection does not install "
+            "DOCA-OFED yet",
+            "Nothing was changed. Fix: rdma_fabric_stack: inbox.",
+        ],
+    )
+
+
+def test_interfaces_on_an_os_without_a_network_tool_here(tmp_path: Path, nodes: Path) -> None:
+    variables = given(rdma_fabric_interfaces=[{"name": "ibp26s0", "kind": "ipoib"}])
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit="ubuntu")
+    assert_fails_with(
+        proc,
+        "ubuntu",
+        [
+            "rdma_fabric_interfaces names 1 interfaces, which this collection writes for systemd-networkd (on "
+            "debian); ubuntu runs Ubuntu 24.04",
+            "Nothing was changed. Fix: rdma_fabric_interfaces: [] and configure them with the OS's own tool.",
+        ],
+    )

@@ -1,0 +1,105 @@
+"""rdma_fabric's decisions: nvidia-peermem against the driver/OFED build order, and the RoCE GID index for NCCL.
+
+Node states here are synthetic data tables (kernel names as the bench's Debian 13 containers have them, times in
+seconds); the GID entries use the sysfs form of the kernel's gids/<index> and gid_attrs files.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import rdma_fabric
+
+K1 = "6.12.117+deb13-amd64"
+K2 = "6.12.120+deb13-amd64"
+
+
+def built(mtime):
+    return {"path": "/lib/modules/x/updates/dkms/m.ko.xz", "mtime": mtime}
+
+
+@pytest.mark.parametrize(
+    ("stack", "kernels", "status", "rebuild", "per_kernel"),
+    [
+        # Inbox stack: the driver's build against the kernel's own ib_core is final.
+        ("inbox", {K1: {"peermem": built(100), "ofed_ib_core": None}}, "ready", [], {K1: "ready"}),
+        # DOCA-OFED installed after the driver: the driver's peermem links against the kernel's ib_core.
+        ("doca", {K1: {"peermem": built(100), "ofed_ib_core": built(200)}}, "rebuild", [K1], {K1: "rebuild"}),
+        # The driver rebuilt after OFED: nothing to do.
+        ("doca", {K1: {"peermem": built(300), "ofed_ib_core": built(200)}}, "ready", [], {K1: "ready"}),
+        # Only the kernel whose OFED is newer is rebuilt.
+        (
+            "doca",
+            {
+                K1: {"peermem": built(300), "ofed_ib_core": built(200)},
+                K2: {"peermem": built(100), "ofed_ib_core": built(200)},
+            },
+            "rebuild",
+            [K2],
+            {K1: "ready", K2: "rebuild"},
+        ),
+        # OFED present, peermem lost: rebuilding brings it back.
+        ("doca", {K1: {"peermem": None, "ofed_ib_core": built(200)}}, "rebuild", [K1], {K1: "rebuild"}),
+        # DOCA chosen but OFED's kernel modules are not built for this kernel: nothing to link against.
+        ("doca", {K1: {"peermem": built(100), "ofed_ib_core": None}}, "problem", [], {K1: "ofed_missing"}),
+        # Inbox driver build without peermem: the driver role's build found no ib_core.
+        ("inbox", {K1: {"peermem": None, "ofed_ib_core": None}}, "problem", [], {K1: "peermem_missing"}),
+    ],
+)
+def test_peermem_plan(stack, kernels, status, rebuild, per_kernel):
+    plan = rdma_fabric.peermem_plan(stack, "nvidia-tesla-535", kernels)
+    assert plan["status"] == status
+    assert plan["rebuild"] == rebuild
+    assert plan["kernels"] == per_kernel
+    assert plan["module"] == "nvidia-tesla-535-peermem"
+    assert bool(plan["problems"]) == (status == "problem")
+
+
+def test_peermem_plan_without_a_driver():
+    plan = rdma_fabric.peermem_plan("inbox", None, {K1: {"peermem": None, "ofed_ib_core": None}})
+    assert plan == {"module": None, "status": "no_driver", "rebuild": [], "problems": [], "kernels": {}}
+
+
+def test_problem_sentences_name_the_kernel():
+    plan = rdma_fabric.peermem_plan("doca", "nvidia", {K1: {"peermem": built(1), "ofed_ib_core": None}})
+    assert plan["problems"] == [
+        f"kernel {K1} has no ib_core from DOCA-OFED under /lib/modules/{K1}/updates/dkms: its mlnx-ofed-kernel-dkms "
+        "build is missing (dkms status names it)"
+    ]
+
+
+LINK_LOCAL = "fe80:0000:0000:0000:a288:c2ff:fead:eab8"
+MAPPED = "0000:0000:0000:0000:0000:ffff:0a00:0001"
+MAPPED_2 = "0000:0000:0000:0000:0000:ffff:0a00:0101"
+
+
+@pytest.mark.parametrize(
+    ("gids", "netdev", "index"),
+    [
+        # mlx5's usual table with one IPv4 address: v1 and v2 link-local, then v1 and v2 IPv4-mapped.
+        (
+            [
+                {"index": 0, "gid": LINK_LOCAL, "type": "IB/RoCE v1", "ndev": "ens1np0"},
+                {"index": 1, "gid": LINK_LOCAL, "type": "RoCE v2", "ndev": "ens1np0"},
+                {"index": 2, "gid": MAPPED, "type": "IB/RoCE v1", "ndev": "ens1np0"},
+                {"index": 3, "gid": MAPPED, "type": "RoCE v2", "ndev": "ens1np0"},
+            ],
+            "ens1np0",
+            3,
+        ),
+        # No IPv4 address yet: nothing NCCL can route over.
+        ([{"index": 1, "gid": LINK_LOCAL, "type": "RoCE v2", "ndev": "ens1np0"}], None, None),
+        # A VLAN netdev's entry is not the port's own.
+        (
+            [
+                {"index": 3, "gid": MAPPED, "type": "RoCE v2", "ndev": "ens1np0.100"},
+                {"index": 5, "gid": MAPPED_2, "type": "RoCE v2", "ndev": "ens1np0"},
+            ],
+            "ens1np0",
+            5,
+        ),
+        ([], None, None),
+    ],
+)
+def test_roce_gid_index(gids, netdev, index):
+    assert rdma_fabric.roce_gid_index(gids, netdev) == index

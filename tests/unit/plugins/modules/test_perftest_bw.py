@@ -1,0 +1,45 @@
+"""perftest_bw.run with ib_write_bw mocked by data: the Debian 12 bench's real no-device failure and a real results
+table (tests/fixtures/perftest); the --help texts are short excerpts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpuops.bringup.plugins.modules import perftest_bw
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "perftest"
+RESULT = (FIXTURES / "perftest-273-write-bw-post-list-gbits.txt").read_text()
+NO_DEVICE = (FIXTURES / "debian12-no-device.stderr").read_text()
+
+
+class Tool:
+    def __init__(self, answers):
+        self.answers = answers
+        self.calls = []
+
+    def __call__(self, args, ok_rc=(0,)):
+        self.calls.append(args)
+        return self.answers["--help" if args == ["--help"] else "run"]
+
+
+def params(**changes):
+    return {"device": "mlx5_0", "server": None, "port": 18515, "duration": 5, "size": 65536, "gid_index": None,
+            "gpu": None, **changes}  # fmt: skip
+
+
+def test_no_device_is_returned_not_failed():
+    result = perftest_bw.run(Tool({"run": (1, "", NO_DEVICE)}), params(server="10.0.0.1"))
+    assert result["ok"] is False and result["exit_code"] == 1
+    assert result["messages"][-1] == "Unable to find the Infiniband/RoCE device"
+    assert result["cmd"][-1] == "10.0.0.1"
+
+
+@pytest.mark.parametrize(("help_text", "gpudirect"), [("--report_gbits", False), ("--use_cuda=<id>", True)])
+def test_gpudirect_only_where_perftest_has_cuda(help_text, gpudirect):
+    tool = Tool({"--help": (0, help_text, ""), "run": (0, RESULT, "")})
+    result = perftest_bw.run(tool, params(gpu=0))
+    assert result["ok"] is True and result["average_gbps"] == 0.48
+    assert result["gpudirect"] is gpudirect
+    assert ("--use_cuda=0" in tool.calls[-1]) is gpudirect

@@ -1,0 +1,89 @@
+"""rdma_fabric_facts.gather over synthetic trees laid out as a Debian 13 node has them after the driver's DKMS build
+(module file names as the bench's trixie containers had them: tests/unit/plugins/modules/test_nvidia_driver_facts.py)
+and, for DOCA, with OFED's ib_core under updates/dkms."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.gpuops.bringup.plugins.module_utils.rooted import RootedReader
+from ansible_collections.gpuops.bringup.plugins.modules import rdma_fabric_facts
+
+KERNEL = "6.12.117+deb13-amd64"
+DKMS = f"/lib/modules/{KERNEL}/updates/dkms"
+DRIVER = [f"nvidia-tesla-535{s}.ko.xz" for s in ("", "-modeset", "-drm", "-uvm", "-peermem")]
+
+
+def touch(root, path, text="", mtime=None):
+    target = root / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    if mtime is not None:
+        os.utime(target, (mtime, mtime))
+
+
+def params(**changes):
+    return {"stack": "inbox", "kernels": [KERNEL], **changes}
+
+
+@pytest.fixture
+def driver(tmp_path):
+    for name in DRIVER:
+        touch(tmp_path, f"{DKMS}/{name}", mtime=1000)
+    return tmp_path
+
+
+def test_no_driver(tmp_path):
+    (tmp_path / "lib" / "modules" / KERNEL).mkdir(parents=True)
+    facts = rdma_fabric_facts.gather(RootedReader(str(tmp_path)), params())
+    assert facts["driver_module"] is None
+    assert facts["peermem"]["status"] == "no_driver"
+    assert facts["peermem"]["loaded"] is False
+
+
+def test_inbox_driver_built_and_peermem_loaded(driver):
+    touch(driver, "/proc/modules", "nvidia_tesla_535_peermem 16384 0 - Live 0x0\nib_core 1 0 - Live 0x0\n")
+    facts = rdma_fabric_facts.gather(RootedReader(str(driver)), params())
+    assert facts["driver_module"] == "nvidia-tesla-535"
+    assert facts["kernels"][KERNEL]["peermem"] == {"path": f"{DKMS}/nvidia-tesla-535-peermem.ko.xz", "mtime": 1000}
+    assert facts["peermem"]["status"] == "ready"
+    assert facts["peermem"]["loaded"] is True
+
+
+@pytest.mark.parametrize(("ofed_mtime", "status"), [(2000, "rebuild"), (500, "ready")])
+def test_doca_order(driver, ofed_mtime, status):
+    touch(driver, f"{DKMS}/ib_core.ko", mtime=ofed_mtime)
+    facts = rdma_fabric_facts.gather(RootedReader(str(driver)), params(stack="doca"))
+    assert facts["kernels"][KERNEL]["ofed_ib_core"]["path"] == f"{DKMS}/ib_core.ko"
+    assert facts["peermem"]["status"] == status
+
+
+def test_gids_skip_empty_entries(tmp_path):
+    base = "/sys/class/infiniband/mlx5_0/ports/1"
+    touch(tmp_path, f"{base}/gids/0", "fe80:0000:0000:0000:a288:c2ff:fead:eab8\n")
+    touch(tmp_path, f"{base}/gids/1", "0000:0000:0000:0000:0000:0000:0000:0000\n")
+    touch(tmp_path, f"{base}/gid_attrs/types/0", "RoCE v2\n")
+    touch(tmp_path, f"{base}/gid_attrs/ndevs/0", "ens1np0\n")
+    touch(tmp_path, "/sys/class/net/ens1np0/mtu", "9000\n")
+    facts = rdma_fabric_facts.gather(RootedReader(str(tmp_path)), params(kernels=[]))
+    assert facts["gids"] == {
+        "mlx5_0": {
+            "1": [{"index": 0, "gid": "fe80:0000:0000:0000:a288:c2ff:fead:eab8", "type": "RoCE v2", "ndev": "ens1np0"}]
+        }
+    }
+    assert facts["netdevs"] == ["ens1np0"]
+    assert facts["roce_gid_indexes"] == {}
+
+
+def test_roce_gid_index_per_port(tmp_path):
+    base = "/sys/class/infiniband/mlx5_0/ports/1"
+    for index, gid, kind in [(0, "fe80:0000:0000:0000:a288:c2ff:fead:eab8", "IB/RoCE v1"),
+                             (1, "fe80:0000:0000:0000:a288:c2ff:fead:eab8", "RoCE v2"),
+                             (2, "0000:0000:0000:0000:0000:ffff:0a00:0001", "IB/RoCE v1"),
+                             (3, "0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2")]:  # fmt: skip
+        touch(tmp_path, f"{base}/gids/{index}", gid + "\n")
+        touch(tmp_path, f"{base}/gid_attrs/types/{index}", kind + "\n")
+    facts = rdma_fabric_facts.gather(RootedReader(str(tmp_path)), params(kernels=[]))
+    assert facts["roce_gid_indexes"] == {"mlx5_0/1": 3}
