@@ -22,13 +22,16 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import fcntl
+import gzip
 import hashlib
+import io
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import urllib.request
@@ -332,6 +335,7 @@ def build_local_repo() -> dict:
         # What tests pin the stand-in repositories by, where production pins the vendor's key.
         "local_repo_key_fingerprint": key_fingerprint(keyfile),
         "standin_repos": build_standin_repos(keyfile),
+        "standin_sources": build_standin_sources(),
     }
     write_if_changed(mirror_root() / "mirror.json", json.dumps(info, indent=2) + "\n")
     return info
@@ -385,7 +389,7 @@ def build_standin_repos(keyfile: Path) -> dict:
         repos.setdefault(spec["path"], []).append((spec_file.parent, spec))
     published = {}
     for path, parts in repos.items():
-        keys = {spec["key"] for _, spec in parts}
+        keys = {spec["key"] for _folder, spec in parts}
         if len(keys) != 1:
             raise BenchError(f"stand-in directories publishing {path} name different keys: {sorted(keys)}")
         repo = mirror_root() / "www" / path
@@ -402,6 +406,32 @@ def build_standin_repos(keyfile: Path) -> dict:
         key.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(keyfile, key)
         build_flat_repo(repo, f"gpuops-bench stand-in of {path}")
+    return published
+
+
+def build_standin_sources() -> dict:
+    """Source tarballs no reachable host serves, at their upstream paths in the mirror, holding stand-ins.
+
+    tests/standins/<dir>/source.json names the upstream path (`path`: host and path, the mirror layout), the
+    tarball's top directory (`prefix`, as GitHub's archive names it) and the `files` of the directory it holds.
+    The tarball is reproducible (sorted names, fixed mtime, owner and modes, gzip without a timestamp), so its
+    sha256 stays the same until a file changes, and tests can pin it. Returns {path: sha256}.
+    """
+    published = {}
+    for spec_file in sorted(STANDINS.glob("*/source.json")):
+        spec = json.loads(spec_file.read_text())
+        buffer = io.BytesIO()
+        with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
+            for name in sorted(spec["files"]):
+                data = (spec_file.parent / name).read_bytes()
+                info = tarfile.TarInfo(f"{spec['prefix']}/{name}")
+                info.size, info.mode, info.mtime, info.uname, info.gname = len(data), 0o644, 0, "root", "root"
+                tar.addfile(info, io.BytesIO(data))
+        target = mirror_root() / "www" / spec["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists() or target.read_bytes() != buffer.getvalue():
+            target.write_bytes(buffer.getvalue())
+        published[spec["path"]] = hashlib.sha256(buffer.getvalue()).hexdigest()
     return published
 
 

@@ -1,0 +1,153 @@
+"""nccl_tests on three simulated HGX H100 nodes: real NCCL and Open MPI packages, the stand-in nccl-tests built from
+its checksum-pinned tarball, real MPI across two containers, replayed captures judged, the reports and the gate.
+
+The bandwidth figures are replayed captures (tests/sim profiles, tests/fixtures/nccl), not measurements.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPORTS = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "reports"
+CONVERGE = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"
+USER = "gpuops-nccl"
+GROUP = "nccl_pair"
+LAUNCHER = "h100-a"
+CUDA_ERROR = "Test NCCL failure at all_reduce.cu:44: unhandled cuda error"
+
+
+def report(name: str) -> dict:
+    return json.loads((REPORTS / f"{name}.json").read_text())
+
+
+def only_on(host, *names):
+    if host.backend.get_hostname() not in names:
+        pytest.skip(f"checks {', '.join(names)}")
+
+
+def playbook(*extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(CONVERGE), *extra],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("node", ["h100-a", "h100-b"])
+def test_a_healthy_node_passes_its_profiles_published_gate(node):
+    data = report(node)
+    (run,) = data["runs"]
+    assert (run["benchmark"], run["scope"], run["passed"], run["reasons"]) == ("all_reduce_perf", "node", True, [])
+    # The H100 capture's 4 GiB row (NVIDIA/nccl-tests#290) against Azure's published 460 GB/s.
+    assert (run["busbw_metric"], run["busbw_gbps"], run["gate_gbps"]) == ("largest", 476.53, 460)
+    assert run["cmd"][-2:] == ["-g", "8"] and run["rc"] == 0
+    assert data["summary"] == (
+        f"[SIMULATED hgx_h100_8gpu] {node} (hgx_h100_8gpu): all_reduce_perf passed, largest busbw 476.53 GB/s "
+        "(gate 460)"
+    )
+    assert "not a measurement" in data["note"]
+    # No rdma_fabric state on these nodes: NCCL_IB_HCA comes from ib_facts (the profile's 8 active NDR ports).
+    assert data["fabric"]["source"] == "ib_facts"
+    assert data["fabric"]["env"]["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8,mlx5_9"
+
+
+def test_a_run_that_dies_with_an_unhandled_cuda_error_fails_with_it():
+    (run,) = report("h100-cuda-error")["runs"]
+    assert run["passed"] is False
+    assert run["rc"] == 1
+    assert run["reasons"][:2] == ["the benchmark exited with return code 1", CUDA_ERROR]
+
+
+def test_the_group_ran_through_mpirun_across_both_containers():
+    data = report(f"group-{GROUP}")
+    (run,) = data["runs"]
+    assert data["group"] == GROUP and data["hosts"] == ["h100-a", "h100-b"]
+    assert run["passed"] is True and run["gate_gbps"] is None
+    mpirun = run["cmd"][run["cmd"].index("/usr/bin/mpirun") :]
+    assert mpirun[1:7] == ["--hostfile", f"/etc/gpuops/nccl_tests/{GROUP}/hostfile", "-np", "16", "--npernode", "8"]
+    assert mpirun[mpirun.index("NCCL_IB_HCA") - 1] == "-x"
+    # Printed (on stderr, so last) by the stand-in's rank 0 after a real MPI_Allreduce over both containers' ranks.
+    assert run["output_tail"][-1] == (
+        "# gpuops stand-in of all_reduce_perf: MPI_Allreduce over 16 ranks on 2 hosts (h100-a: 8, h100-b: 8): "
+        "sum 136, correct; NCCL library 22203; the benchmark output is a REPLAYED capture"
+    )
+    # The two-node H100 capture (NVIDIA/nccl-tests#290), its lines prefixed by srun --label.
+    assert run["largest_busbw_gbps"] == 155.57 and len(run["devices"]) == 16
+
+
+def test_no_private_key_in_the_reports():
+    for path in REPORTS.glob("*.json"):
+        assert "PRIVATE KEY" not in path.read_text(), path
+
+
+def test_nccl_and_open_mpi_sit_at_their_pinned_versions_and_are_held(host):
+    held = set(host.check_output("apt-mark showhold").split())
+    for package, version in [("libnccl2", "2.22.3-1-1"), ("libnccl-dev", "2.22.3-1-1"),
+                             ("openmpi-bin", "5.0.7-1"), ("libopenmpi-dev", "5.0.7-1")]:  # fmt: skip
+        assert host.package(package).version == version
+        assert package in held
+    # libnccl2 brings no driver userland (it depends on libc and libstdc++ only).
+    assert not host.run("dpkg-query -W libcuda1").succeeded
+
+
+def test_the_build_comes_from_the_verified_tarball(host):
+    # The command runs under coreutils timeout: [timeout, --kill-after=30, seconds, binary, args...].
+    binary = Path(report(host.backend.get_hostname())["runs"][0]["cmd"][3])
+    source = binary.parent.parent
+    checksum = host.check_output(f"sha256sum {source}.tar.gz").split()[0]
+    assert source.name == f"src-{checksum[:12]}"
+    for benchmark in ["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf"]:
+        assert host.file(f"{source}/build/{benchmark}").mode & 0o111
+    libraries = host.check_output(f"ldd {binary}")
+    assert "libnccl.so.2" in libraries and "libmpi.so.40" in libraries
+
+
+def test_the_launcher_holds_the_groups_key_hostfile_and_host_keys(host):
+    only_on(host, LAUNCHER)
+    home = host.user(USER).home
+    key = host.file(f"{home}/.ssh/gpuops_nccl_tests_{GROUP}")
+    assert (key.user, key.mode) == (USER, 0o600)
+    config = f"/etc/gpuops/nccl_tests/{GROUP}"
+    assert host.file(f"{config}/hostfile").content_string.splitlines()[-2:] == [
+        "molecule-nccl_tests-h100-a slots=8",
+        "molecule-nccl_tests-h100-b slots=8",
+    ]
+    known = host.file(f"{config}/known_hosts").content_string
+    assert re.search(r"^molecule-nccl_tests-h100-b ssh-ed25519 \S+$", known, re.M)
+    assert "StrictHostKeyChecking yes" in host.file(f"{config}/ssh_config").content_string
+
+
+def test_every_node_of_the_group_authorizes_the_launchers_key(host):
+    only_on(host, "h100-a", "h100-b")
+    authorized = host.file(f"{host.user(USER).home}/.ssh/authorized_keys")
+    assert (authorized.user, authorized.mode) == (USER, 0o600)
+    assert f"gpuops nccl_tests {GROUP}" in authorized.content_string
+
+
+def test_a_node_outside_the_group_gets_no_group_trust(host):
+    only_on(host, "h100-cuda-error")
+    assert not host.file(f"{host.user(USER).home}/.ssh/authorized_keys").exists
+
+
+def test_the_gate_judges_the_kept_measurements_without_running_them_again():
+    """With the gate on and the average bus bandwidth as metric: the H100 capture's average (439.369) is below 460
+    and the CUDA error node fails with its error; nothing is run again (a changed gate judges, it does not measure)."""
+    gate = {
+        "nccl_tests_fail_on_gate": True,
+        "nccl_tests_busbw_metric": "avg",
+        "nccl_tests_report_dir": f"{REPORTS}-gate",
+    }
+    proc = playbook("-e", json.dumps(gate))
+    recap = dict(re.findall(r"^(\S+)\s+:\s+ok=\d+\s+changed=\d+\s+unreachable=0\s+failed=(\d)", proc.stdout, re.M))
+    assert recap == {"h100-a": "1", "h100-b": "1", "h100-cuda-error": "1"}, proc.stdout[-4000:]
+    output = " ".join((proc.stdout + proc.stderr).split())
+    assert "avg bus bandwidth 439.369 GB/s is below min_busbw_gbps 460" in output
+    assert f"all_reduce_perf: the benchmark exited with return code 1; {CUDA_ERROR}" in output
+    gated = json.loads((Path(f"{REPORTS}-gate") / "h100-a.json").read_text())
+    assert gated["runs"][0]["measured_at"] == report("h100-a")["runs"][0]["measured_at"]

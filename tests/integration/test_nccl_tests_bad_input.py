@@ -1,0 +1,94 @@
+"""nccl_tests' bad input fails in preflight, before any change, with a message naming the variable, the value and
+the fix.
+
+The variables are checked before any node is read, so every case runs against the machine running the tests, in an
+inventory that puts it in the hardware profile's group (and, for the multi-node cases, in a group of its own). The
+control case passes that check and stops at the first check of the node: the machine is Debian 12, not 13.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from preflight_harness import assert_fails_with, run_preflight
+
+PLAYBOOK = Path(__file__).with_name("nccl_tests_preflight.yml")
+TAG = "nccl_tests_preflight"
+CHECKSUM = "sha256:" + "0" * 64
+H100 = {
+    "profile": "hgx_h100_8gpu",
+    "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8},
+    "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"},
+}
+CASES = {
+    "gate_for_an_unknown_profile": (
+        {"nccl_tests_gates": {"hgx_h100_8gpux": 480}},
+        [
+            "nccl_tests_gates names profile 'hgx_h100_8gpux', which is no hardware profile: it has no published gate "
+            "and no host of the inventory has it as gpuops_hardware.profile (known: hgx_a100_8gpu, hgx_h100_8gpu, "
+            "hgx_h200_8gpu). Fix: a profile name from that list, or remove the entry."
+        ],
+    ),
+    "gate_not_a_bandwidth": (
+        {"nccl_tests_gates": {"hgx_h100_8gpu": 0}},
+        ["nccl_tests_gates.hgx_h100_8gpu is 0, not a bus bandwidth. Fix: GB/s as a positive number "
+         "(nccl_tests_gates: {hgx_h100_8gpu: 460})."],
+    ),
+    "multinode_group_with_a_single_host": (
+        {"nccl_tests_multinode_group": "lonely"},
+        ["nccl_tests_multinode_group 'lonely' has 1 host (localhost): a multi-node run needs at least two. Fix: add "
+         "the group's other nodes to the inventory group, or nccl_tests_multinode_group: '' for single-node runs "
+         "only."],
+    ),
+    "multinode_group_unknown": (
+        {"nccl_tests_multinode_group": "pair"},
+        ["nccl_tests_multinode_group is 'pair', which is no group of the inventory. Fix: the name of the inventory "
+         "group whose nodes run together"],
+    ),
+    "source_not_pinned": (
+        {"nccl_tests_source_checksum": ""},
+        ["nccl_tests_source_checksum is '': the nccl-tests source https://github.com/NVIDIA/nccl-tests/archive/"
+         "1292b25553bd0384f2faa2965f9d82b99797a348.tar.gz must be verified. Fix: nccl_tests_source_checksum: "
+         "sha256:<64 hex digits>"],
+    ),
+    "benchmark_unknown": (
+        {"nccl_tests_benchmarks": ["all_reduce_perf", "sendrecv_perf"]},
+        ["nccl_tests_benchmarks is ['all_reduce_perf', 'sendrecv_perf'], which names unknown benchmarks. Fix: one or "
+         "more of all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf."],
+    ),
+    "gpu_count_in_the_arguments": (
+        {"nccl_tests_args": ["-b", "8", "-e", "8G", "-g", "8"]},
+        ["nccl_tests_args sets -g: the role sets it (all GPUs of the node in a single-node run, one per rank across "
+         "nodes). Fix: remove -g and its value from nccl_tests_args."],
+    ),
+    "gpudirect_rdma_mode_unknown": (
+        {"nccl_tests_gpudirect_rdma": "yes"},
+        ["value of nccl_tests_gpudirect_rdma must be one of: auto, required, ignore, got: yes"],
+    ),
+    "profile_without_gpus": (
+        {"gpuops_hardware": dict(H100, profile="cpu_node", gpu={"model": "", "count": 0})},
+        ["localhost's hardware profile 'cpu_node' has no GPU (gpuops_hardware.gpu.count is 0): nccl-tests needs "
+         "GPUs. Fix: run the nccl_tests stage on GPU nodes only."],
+    ),
+    # The control: valid variables pass; the first check of the node stops at this machine's OS.
+    "valid_variables_on_an_unsupported_os": (
+        {},
+        ["nccl_tests supports Debian 13, whose contrib component carries libnccl2 and libnccl-dev 2.22.3-1-1 and "
+         "whose main carries Open MPI 5.0.7-1. Fix: a Debian 13 node."],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
+    variables, expected = CASES[case]
+    inventory = tmp_path / "hosts.yml"
+    groups = {"hgx_h100_8gpu": {"hosts": {"localhost": {}}}, "lonely": {"hosts": {"localhost": {}}}}
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory.write_text(yaml.safe_dump({"all": {"children": groups, "vars": local}}))
+    defaults = {"gpuops_hardware": H100, "nccl_tests_source_checksum": CHECKSUM}
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(inventory)], {**defaults, **variables})
+    assert_fails_with(proc, "localhost", expected)
