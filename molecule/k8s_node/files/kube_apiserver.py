@@ -1,0 +1,231 @@
+"""The bench's stand-in of a control plane's API server, on the k8s_node scenario's control-plane node.
+
+No registry reachable from the bench carries kube-apiserver (or etcd, or an image to run them in), so this answers,
+in the real API's JSON, only what the k8s_node role, kubeadm's join discovery, the stand-in kubelet and Debian's
+real kubectl (get, patch, label, cordon, drain, uncordon, delete of Nodes) ask:
+
+- discovery: /version, /api, /api/v1, /apis (legacy discovery; kubectl falls back to it);
+- Nodes: list, get, create, merge and strategic-merge patch (of the object and of /status), delete;
+- Pods: an empty list (no workload runs on the bench, so a drain evicts nothing);
+- the cluster-info ConfigMap kubeadm's token discovery reads, with a JWS-like signature per bootstrap token
+  (HMAC-SHA256 of the kubeconfig with the token's secret; the real one is a detached JWS, same key) for the tokens
+  `kubeadm token create` (stand-in) keeps in tokens.json, expired ones left out.
+
+Plain HTTP, no authentication: the bench's network reaches nothing else. State lives in nodes.json.
+"""
+
+import base64
+import hmac
+import json
+import os
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+STATE = "/var/lib/gpuops-standin/apiserver"
+NODES = os.path.join(STATE, "nodes.json")
+TOKENS = os.path.join(STATE, "tokens.json")
+CA = "/etc/kubernetes/pki/ca.crt"
+VERSION = os.environ.get("KUBE_VERSION", "v1.31.4")
+ENDPOINT = os.environ.get("KUBE_ENDPOINT", "localhost:6443")
+LOCK = threading.Lock()
+
+RESOURCES = [
+    {
+        "name": "nodes",
+        "singularName": "node",
+        "namespaced": False,
+        "kind": "Node",
+        "shortNames": ["no"],
+        "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+    },
+    {"name": "nodes/status", "singularName": "", "namespaced": False, "kind": "Node", "verbs": ["get", "patch"]},
+    {
+        "name": "pods",
+        "singularName": "pod",
+        "namespaced": True,
+        "kind": "Pod",
+        "shortNames": ["po"],
+        "verbs": ["get", "list"],
+    },
+    {
+        "name": "pods/eviction",
+        "singularName": "",
+        "namespaced": True,
+        "group": "policy",
+        "version": "v1",
+        "kind": "Eviction",
+        "verbs": ["create"],
+    },
+    {"name": "configmaps", "singularName": "configmap", "namespaced": True, "kind": "ConfigMap", "verbs": ["get"]},
+]
+
+
+def load(path, default):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return default
+
+
+def save_nodes(nodes):
+    with open(NODES + ".new", "w", encoding="utf-8") as f:
+        json.dump(nodes, f)
+    os.replace(NODES + ".new", NODES)
+
+
+def merge(target, patch):
+    """JSON merge patch (RFC 7386); for the Node fields patched here strategic merge behaves the same."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge(out.get(key), value)
+    return out
+
+
+def status(code, reason, message):
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+
+
+class Handler(BaseHTTPRequestHandler):
+    def send(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def body(self):
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+
+    def do_GET(self):
+        url = urlsplit(self.path)
+        parts = [p for p in url.path.split("/") if p]
+        if url.path == "/version":
+            minor = VERSION.split(".")[1]
+            return self.send(200, {"major": "1", "minor": minor, "gitVersion": VERSION, "platform": "linux/amd64"})
+        if url.path == "/api":
+            return self.send(
+                200,
+                {
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ENDPOINT}],
+                },
+            )
+        if url.path == "/apis":
+            return self.send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
+        if url.path == "/api/v1":
+            return self.send(200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": RESOURCES})
+        if url.path == "/api/v1/namespaces/kube-public/configmaps/cluster-info":
+            return self.send(200, self.cluster_info())
+        if url.path == "/api/v1/pods" or (len(parts) == 5 and parts[2] == "namespaces" and parts[4] == "pods"):
+            return self.send(
+                200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
+            )
+        with LOCK:
+            nodes = load(NODES, {})
+        if url.path == "/api/v1/nodes":
+            selector = parse_qs(url.query).get("fieldSelector", [""])[0]
+            items = [n for name, n in sorted(nodes.items()) if selector in ("", f"metadata.name={name}")]
+            return self.send(
+                200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}
+            )
+        if len(parts) in (4, 5) and parts[:3] == ["api", "v1", "nodes"]:
+            if parts[3] in nodes:
+                return self.send(200, nodes[parts[3]])
+            return self.send(404, status(404, "NotFound", f'nodes "{parts[3]}" not found'))
+        return self.send(404, status(404, "NotFound", "the server could not find the requested resource"))
+
+    def do_POST(self):
+        if urlsplit(self.path).path != "/api/v1/nodes":
+            return self.send(404, status(404, "NotFound", "the server could not find the requested resource"))
+        node = self.body()
+        name = node["metadata"]["name"]
+        with LOCK:
+            nodes = load(NODES, {})
+            if name in nodes:
+                return self.send(409, status(409, "AlreadyExists", f'nodes "{name}" already exists'))
+            node["metadata"].update(
+                uid=str(uuid.uuid4()),
+                resourceVersion=str(time.time_ns()),
+                creationTimestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            )
+            nodes[name] = node
+            save_nodes(nodes)
+        return self.send(201, node)
+
+    def do_PATCH(self):
+        parts = [p for p in urlsplit(self.path).path.split("/") if p]
+        if len(parts) not in (4, 5) or parts[:3] != ["api", "v1", "nodes"]:
+            return self.send(404, status(404, "NotFound", "the server could not find the requested resource"))
+        patch = self.body()
+        with LOCK:
+            nodes = load(NODES, {})
+            if parts[3] not in nodes:
+                return self.send(404, status(404, "NotFound", f'nodes "{parts[3]}" not found'))
+            if len(parts) == 5:
+                patch = {"status": patch.get("status", {})}
+            else:
+                patch.pop("status", None)
+            node = merge(nodes[parts[3]], patch)
+            node["metadata"]["resourceVersion"] = str(time.time_ns())
+            nodes[parts[3]] = node
+            save_nodes(nodes)
+        return self.send(200, node)
+
+    def do_DELETE(self):
+        parts = [p for p in urlsplit(self.path).path.split("/") if p]
+        with LOCK:
+            nodes = load(NODES, {})
+            if len(parts) != 4 or parts[:3] != ["api", "v1", "nodes"] or parts[3] not in nodes:
+                return self.send(404, status(404, "NotFound", f'nodes "{parts[-1]}" not found'))
+            node = nodes.pop(parts[3])
+            save_nodes(nodes)
+        return self.send(200, node)
+
+    def cluster_info(self):
+        with open(CA, "rb") as f:
+            ca = base64.b64encode(f.read()).decode()
+        kubeconfig = (
+            'apiVersion: v1\nkind: Config\nclusters:\n- name: ""\n  cluster:\n'
+            f"    certificate-authority-data: {ca}\n    server: http://{ENDPOINT}\n"
+        )
+        data = {"kubeconfig": kubeconfig}
+        now = time.time()
+        for token_id, token in load(TOKENS, {}).items():
+            if token["expires"] is None or token["expires"] > now:
+                data[f"jws-kubeconfig-{token_id}"] = hmac.new(
+                    token["secret"].encode(), kubeconfig.encode(), "sha256"
+                ).hexdigest()
+        return {
+            "kind": "ConfigMap",
+            "apiVersion": "v1",
+            "metadata": {"name": "cluster-info", "namespace": "kube-public"},
+            "data": data,
+        }
+
+    def log_message(self, fmt, *args):
+        # The journal keeps method and path only: query strings carry nothing secret, bodies are not logged.
+        print(f"{self.command} {urlsplit(self.path).path} -> {args[1] if len(args) > 1 else ''}", flush=True)
+
+
+if __name__ == "__main__":
+    os.makedirs(STATE, exist_ok=True)
+    ThreadingHTTPServer(("0.0.0.0", 6443), Handler).serve_forever()

@@ -1,0 +1,72 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The k8s_node role's decisions: its variables, the version skew, kubeadm's join command, labels, Ready."""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import kubernetes_node
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping
+
+
+def _plain(value):
+    # Ansible hands templates tagged str/dict/list subclasses; the checks want plain values.
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def k8s_node_input_problems(variables):
+    """Problems with k8s_node's variables, each naming the variable, the value and the fix; [] when none."""
+    return kubernetes_node.input_problems(_plain(mapping(variables, "the role's variables", "k8s_node_input_problems")))
+
+
+def k8s_node_skew_problem(version, control_plane_version, where):
+    """The problem when the node's Kubernetes version may not join the control plane's; None when it may."""
+    return kubernetes_node.skew_problem(str(version), str(control_plane_version), str(where))
+
+
+def k8s_node_join_command(text):
+    """{endpoint, token, ca_cert_hash, problem} from kubeadm's --print-join-command output."""
+    return kubernetes_node.join_command(str(text))
+
+
+def k8s_node_labels(gpu, hardware, rack, prefix, extra):
+    """The node's labels from gpu_facts, the hardware profile, the rack and the user's labels."""
+    return kubernetes_node.node_labels(_plain(gpu), _plain(hardware), str(rack), str(prefix), _plain(extra))
+
+
+def k8s_node_patch(node, labels, taints, prefix):
+    """The merge patch that brings the Node to the labels and taints; {} when it has them."""
+    return kubernetes_node.node_patch(
+        _plain(mapping(node, "the Node object", "k8s_node_patch")), _plain(labels), _plain(taints), str(prefix)
+    )
+
+
+def k8s_node_ready(node, what="ready"):
+    """Whether the Node is Ready, or (what=reason) why not."""
+    return kubernetes_node.ready(_plain(mapping(node, "the Node object", "k8s_node_ready")), str(what))
+
+
+def k8s_node_verify_problems(read, node, version, packages, sandbox_image, nvidia, labels, taints, prefix):
+    """What the node, read again, lacks of the role's settings; [] when nothing."""
+    return kubernetes_node.verify_problems(
+        str(read), _plain(mapping(node, "the Node object", "k8s_node_verify_problems")), str(version),
+        _plain(packages), str(sandbox_image), bool(nvidia), _plain(labels), _plain(taints), str(prefix),
+    )  # fmt: skip
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "k8s_node_input_problems": k8s_node_input_problems,
+            "k8s_node_skew_problem": k8s_node_skew_problem,
+            "k8s_node_join_command": k8s_node_join_command,
+            "k8s_node_labels": k8s_node_labels,
+            "k8s_node_patch": k8s_node_patch,
+            "k8s_node_ready": k8s_node_ready,
+            "k8s_node_verify_problems": k8s_node_verify_problems,
+        }

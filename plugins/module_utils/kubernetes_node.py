@@ -1,0 +1,346 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The k8s_node role's decisions as pure functions: its variables, the version skew, kubeadm's join command, the
+node's labels and taints, and the patch that brings a Node object to them.
+
+Formats are Kubernetes': bootstrap tokens `[a-z0-9]{6}.[a-z0-9]{16}` (kubeadm's BootstrapTokenPattern), CA hashes
+`sha256:<64 hex>` (kubeadm's pubkeypin), label keys and values as apimachinery's validation (IsQualifiedName,
+IsValidLabelValue), taint effects NoSchedule, PreferNoSchedule, NoExecute.
+"""
+
+from __future__ import annotations
+
+import re
+
+TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
+CA_HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
+PACKAGE_VERSION = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)-[0-9]+(\.[0-9]+)?$")
+KUBE_VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)")
+REPO_MINOR = re.compile(r"/core:/stable:/v([0-9]+)\.([0-9]+)/deb/?$")
+ENDPOINT = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:]+\](:[0-9]{1,5})?$")
+_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_INVALID_VALUE_CHARS = re.compile(r"[^-A-Za-z0-9_.]+")
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# kubeadm joins a control plane of its own minor version or the next: kubeadm's skew policy is stricter than
+# kubelet's (which may be up to three minors older than the API server), and kubeadm ships with kubelet.
+MAX_MINORS_OLDER = 1
+
+
+def label_key_problem(key):
+    """Why key is not a valid label (or taint) key, or None. Kubernetes: an optional DNS subdomain prefix (at most 253
+    characters) and '/', then a name of at most 63 characters, alphanumeric at both ends, '-', '_' and '.' inside."""
+    if not isinstance(key, str) or not key:
+        return "a label key must be a non-empty string"
+    prefix, _slash, name = key.rpartition("/")
+    if "/" in key and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+        return f"its prefix {prefix!r} is not a DNS subdomain (lower case alphanumerics, '-' and '.')"
+    if len(name) > 63 or not _NAME.match(name):
+        return (
+            f"its name {name!r} must be at most 63 characters, alphanumeric at both ends, with only '-', '_', '.' "
+            "and alphanumerics inside"
+        )
+    return None
+
+
+def label_value_problem(value):
+    """Why value is not a valid label value, or None (empty, or at most 63 characters as a label name)."""
+    if not isinstance(value, str):
+        return f"label values are strings, got {type(value).__name__} (quote it)"
+    if value and (len(value) > 63 or not _NAME.match(value)):
+        return (
+            "a value must be empty or at most 63 characters, alphanumeric at both ends, with only '-', '_', '.' "
+            "and alphanumerics inside"
+        )
+    return None
+
+
+def label_value(text):
+    """A value read from the node (a GPU product name, a driver version) made a valid label value."""
+    value = _INVALID_VALUE_CHARS.sub("-", str(text)).strip("-_.")[:63]
+    return value.rstrip("-_.")
+
+
+def package_minor(version):
+    """(major, minor) of a Kubernetes package version (1.31.4-1.1), or None when it is not one."""
+    match = PACKAGE_VERSION.match(version or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def input_problems(v):
+    """Problems with the role's variables (a mapping of them), each naming the variable, the value and the fix."""
+    problems = []
+    version = v["k8s_node_kubernetes_version"]
+    minor = package_minor(version)
+    if minor is None:
+        problems.append(
+            f'k8s_node_kubernetes_version is "{version}", not an exact package version of the Kubernetes project\'s '
+            "repository. Fix: the full Debian version, revision included, e.g. "
+            'k8s_node_kubernetes_version: "1.31.4-1.1"'
+        )
+    repo = REPO_MINOR.search(v["k8s_node_repo_url"] or "")
+    if minor and repo and (int(repo.group(1)), int(repo.group(2))) != minor:
+        problems.append(
+            f"k8s_node_repo_url is {v['k8s_node_repo_url']}, the repository of Kubernetes v{repo.group(1)}."
+            f"{repo.group(2)}, but k8s_node_kubernetes_version is {version} (v{minor[0]}.{minor[1]}): each "
+            f"repository carries one minor version. Fix: k8s_node_repo_url and k8s_node_key_url with "
+            f"/core:/stable:/v{minor[0]}.{minor[1]}/deb"
+        )
+    token, cp, ca_hash = v["k8s_node_join_token"], v["k8s_node_control_plane_host"], v["k8s_node_ca_cert_hash"]
+    if not cp and not token:
+        problems.append(
+            "k8s_node_control_plane_host is empty and no k8s_node_join_token is given: nothing can create or supply "
+            "the bootstrap token to join with. Fix: k8s_node_control_plane_host: <an inventory host of the control "
+            "plane> (the role runs kubeadm token create there, with a short TTL), or k8s_node_join_token and "
+            "k8s_node_ca_cert_hash from your vault"
+        )
+    if token and not TOKEN.match(token):
+        # The token's value never appears in a message: it is a secret even when malformed.
+        problems.append(
+            "k8s_node_join_token is not a bootstrap token (six and sixteen characters of [a-z0-9] joined by a dot; "
+            "the value is not shown). Fix: the token `kubeadm token create` printed, e.g. from your vault"
+        )
+    if token and not ca_hash:
+        problems.append(
+            "k8s_node_join_token is given but k8s_node_ca_cert_hash is empty: a join must pin the cluster CA. Fix: "
+            "k8s_node_ca_cert_hash: sha256:<hex> (the --discovery-token-ca-cert-hash kubeadm printed)"
+        )
+    if ca_hash and not CA_HASH.match(ca_hash):
+        problems.append(
+            f'k8s_node_ca_cert_hash is "{ca_hash}", not "sha256:" and the 64 lower-case hex digits of the SHA-256 of '
+            "the cluster CA's public key. Fix: the --discovery-token-ca-cert-hash value kubeadm prints, or "
+            "openssl x509 -pubkey -in /etc/kubernetes/pki/ca.crt | openssl pkey -pubin -outform der | sha256sum"
+        )
+    if token and not v["k8s_node_api_endpoint"]:
+        problems.append(
+            "k8s_node_join_token is given but k8s_node_api_endpoint is empty: the join needs the API server's "
+            "address. Fix: k8s_node_api_endpoint: <host>:6443 (the control plane endpoint)"
+        )
+    endpoint = v["k8s_node_api_endpoint"]
+    if endpoint and not ENDPOINT.match(endpoint):
+        problems.append(
+            f'k8s_node_api_endpoint is "{endpoint}", not host:port. Fix: e.g. k8s_node_api_endpoint: cp.example:6443 '
+            "(no scheme, no path)"
+        )
+    if not cp and not v["k8s_node_kubectl_host"]:
+        problems.append(
+            "k8s_node_kubectl_host is empty (and so is k8s_node_control_plane_host): the role reads and labels the "
+            "Node and waits for Ready through kubectl there. Fix: k8s_node_kubectl_host: <an inventory host with "
+            "kubectl and the cluster's admin kubeconfig>"
+        )
+    cp_version = v["k8s_node_control_plane_version"]
+    if cp_version and not KUBE_VERSION.match(cp_version):
+        problems.append(
+            f'k8s_node_control_plane_version is "{cp_version}", not a Kubernetes version. Fix: e.g. "v1.31.4", or "" '
+            "to read it from the API server"
+        )
+    labels = v["k8s_node_labels"]
+    if not isinstance(labels, dict):
+        problems.append(f"k8s_node_labels is {labels!r}, not a mapping. Fix: e.g. {{example.com/pool: training}}")
+        labels = {}
+    for key, value in labels.items():
+        why = label_key_problem(key) or label_value_problem(value)
+        if why:
+            problems.append(
+                f"k8s_node_labels has {key!r}: {value!r}, not a valid Kubernetes label: {why}. Fix: e.g. "
+                "example.com/pool: training"
+            )
+    prefix = v["k8s_node_label_prefix"]
+    if label_key_problem(f"{prefix}/x"):
+        problems.append(
+            f'k8s_node_label_prefix is "{prefix}", not a DNS subdomain. Fix: e.g. k8s_node_label_prefix: gpuops.io'
+        )
+    taints = v["k8s_node_taints"]
+    for taint in taints if isinstance(taints, list) else [taints]:
+        why = None
+        if not isinstance(taint, dict) or "key" not in taint or taint.get("effect") not in EFFECTS:
+            why = f"each taint needs key and an effect of {', '.join(EFFECTS)}"
+        else:
+            why = label_key_problem(taint["key"]) or label_value_problem(taint.get("value", ""))
+        if why:
+            problems.append(
+                f"k8s_node_taints has {taint!r}: {why}. Fix: e.g. {{key: nvidia.com/gpu, value: present, "
+                "effect: NoSchedule}"
+            )
+    return problems
+
+
+def skew_problem(package_version, control_plane_version, where):
+    """The problem when kubeadm and kubelet at package_version may not join a control plane at control_plane_version
+    (its gitVersion, v1.31.4); None when they may."""
+    node = package_minor(package_version)
+    match = KUBE_VERSION.match(control_plane_version or "")
+    if node is None or match is None:
+        return f"cannot compare k8s_node_kubernetes_version {package_version} with {where}'s {control_plane_version!r}"
+    cp = (int(match.group(1)), int(match.group(2)))
+    upstream = package_version.rsplit("-", 1)[0]
+    if node > cp:
+        return (
+            f"k8s_node_kubernetes_version is {package_version} (v{upstream}), newer than the control plane's "
+            f"{control_plane_version} ({where}): a kubelet must not be newer than the API server. Fix: "
+            f"k8s_node_kubernetes_version of v{cp[0]}.{cp[1]} (and its repository), or upgrade the control plane first"
+        )
+    if node[0] != cp[0] or cp[1] - node[1] > MAX_MINORS_OLDER:
+        return (
+            f"k8s_node_kubernetes_version is {package_version} (v{upstream}), {cp[1] - node[1]} minor versions older "
+            f"than the control plane's {control_plane_version} ({where}): kubeadm joins a control plane of its own "
+            f"minor version or the next one only. Fix: k8s_node_kubernetes_version of v{cp[0]}.{cp[1]} or "
+            f"v{cp[0]}.{cp[1] - 1} (and its repository)"
+        )
+    return None
+
+
+def join_command(text):
+    """{endpoint, token, ca_cert_hash, problem} from `kubeadm token create --print-join-command`'s output, which
+    names the endpoint after --token (kubeadm 1.9, the first with the flag) or before the flags (later kubeadm).
+    problem is None, or why the output cannot be used, without the output itself: it holds the token."""
+    line = next((ln for ln in (text or "").splitlines() if ln.strip().startswith("kubeadm join ")), "")
+    words = line.split()[2:]
+    found = {"endpoint": None, "token": None, "ca_cert_hash": None, "problem": None}
+    flags = {"--token": "token", "--discovery-token-ca-cert-hash": "ca_cert_hash"}
+    i = 0
+    while i < len(words):
+        if words[i] in flags and i + 1 < len(words):
+            found[flags[words[i]]] = words[i + 1]
+            i += 2
+            continue
+        if not words[i].startswith("-") and found["endpoint"] is None:
+            found["endpoint"] = words[i]
+        i += 1
+    if not line:
+        found["problem"] = "it printed no `kubeadm join` line"
+    elif None in (found["endpoint"], found["token"], found["ca_cert_hash"]):
+        missing = [k for k in ("endpoint", "token", "ca_cert_hash") if found[k] is None]
+        found["problem"] = f"its `kubeadm join` line lacks the {', '.join(missing)}"
+    elif not TOKEN.match(found["token"]):
+        found["problem"] = "its token is not a bootstrap token"
+    elif not CA_HASH.match(found["ca_cert_hash"]):
+        found["problem"] = f"its CA hash {found['ca_cert_hash']} is not sha256:<64 hex>"
+    return found
+
+
+def node_labels(gpu, hardware, rack, prefix, extra):
+    """The labels the node gets: from gpu_facts (product, count, driver, CUDA, simulated), the inventory (rack,
+    hardware profile) and extra (the user's, which win). A fact that is absent gives no label."""
+    labels = {}
+    devices = (gpu or {}).get("devices") or []
+    if devices:
+        labels[f"{prefix}/gpu.product"] = label_value(devices[0].get("name") or "")
+        labels[f"{prefix}/gpu.count"] = str(len(devices))
+    for key, fact in (("gpu.driver", "driver_version"), ("gpu.cuda", "cuda_version")):
+        if (gpu or {}).get(fact):
+            labels[f"{prefix}/{key}"] = label_value(gpu[fact])
+    if (gpu or {}).get("simulated"):
+        labels[f"{prefix}/gpu.simulated"] = "true"
+    if rack:
+        labels[f"{prefix}/rack"] = label_value(rack)
+    profile = (hardware or {}).get("profile")
+    if profile:
+        labels[f"{prefix}/hardware-profile"] = label_value(profile)
+    labels.update({str(k): str(v) for k, v in (extra or {}).items()})
+    return {k: v for k, v in labels.items() if v != "" or k in (extra or {})}
+
+
+def node_patch(node, labels, taints, prefix):
+    """The merge patch that brings the Node object to labels and taints, or {} when it already has them.
+
+    Labels under prefix that the node no longer earns (a GPU removed) are deleted; other labels are never touched.
+    The taints are the role's list: other taints (the node controller's, an operator's) are kept."""
+    current = (node or {}).get("metadata", {}).get("labels") or {}
+    patch_labels = {k: v for k, v in labels.items() if current.get(k) != v}
+    patch_labels.update({k: None for k in current if k.startswith(f"{prefix}/") and k not in labels})
+    patch = {}
+    if patch_labels:
+        patch["metadata"] = {"labels": patch_labels}
+    have = (node or {}).get("spec", {}).get("taints") or []
+    want = [{"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]} for t in taints]
+    mine = {(t["key"], t["effect"]) for t in want}
+    kept = [t for t in have if (t.get("key"), t.get("effect")) not in mine]
+    if sorted(map(_taint, kept + want)) != sorted(map(_taint, have)):
+        patch["spec"] = {"taints": kept + want}
+    return patch
+
+
+def _taint(taint):
+    return (taint.get("key"), taint.get("value", ""), taint.get("effect"))
+
+
+def ready(node, what="ready"):
+    """Whether the Node's Ready condition is True (what=ready), or why not (what=reason)."""
+    conditions = ((node or {}).get("status") or {}).get("conditions") or []
+    condition = next((c for c in conditions if c.get("type") == "Ready"), None)
+    if what == "ready":
+        return bool(condition) and condition.get("status") == "True"
+    if condition is None:
+        return "it reports no Ready condition yet (kubelet has not posted its status)"
+    return f"Ready is {condition.get('status')} ({condition.get('reason', '')}: {condition.get('message', '')})"
+
+
+def _sections(text):
+    """The verify read's output: '== name' lines start sections."""
+    sections, name = {}, None
+    for line in (text or "").splitlines():
+        if line.startswith("== "):
+            name = line[3:].strip()
+            sections[name] = []
+        elif name:
+            sections[name].append(line)
+    return sections
+
+
+def verify_problems(read, node, version, packages, sandbox_image, nvidia, labels, taints, prefix):
+    """What the node, read again, lacks of the role's settings: one sentence each; [] when nothing."""
+    s = _sections(read)
+    problems = []
+    installed = dict(line.split(" ", 1) for line in s.get("packages", []) if " " in line)
+    held = set(s.get("held", []))
+    for package in packages:
+        if installed.get(package) != version:
+            problems.append(f"{package} is at {installed.get(package) or 'no version'}, not {version}")
+        if package not in held:
+            problems.append(f"{package} is not held")
+    for line in s.get("units", []):
+        unit, *state = line.split()
+        if state != ["enabled", "active"]:
+            problems.append(f"{unit}.service is {' and '.join(state) or 'unknown'}, not enabled and active")
+    if s.get("ctr") != ["answers"]:
+        problems.append("ctr version gets no answer from containerd")
+    files = s.get("files", [])
+    if "/etc/kubernetes/kubelet.conf" not in files:
+        problems.append("/etc/kubernetes/kubelet.conf is missing")
+    if "/etc/kubernetes/gpuops-join.yaml" in files:
+        problems.append("/etc/kubernetes/gpuops-join.yaml (it holds the bootstrap token) was not removed")
+    problems += _containerd_problems("\n".join(s.get("config", [])), sandbox_image, nvidia)
+    if not ready(node):
+        problems.append(f"the Node is not Ready: {ready(node, 'reason')}")
+    kubelet = ((node or {}).get("status") or {}).get("nodeInfo", {}).get("kubeletVersion", "")
+    if kubelet.lstrip("v") != version.rsplit("-", 1)[0]:
+        problems.append(f"the Node reports kubelet {kubelet or 'of no version'}, not v{version.rsplit('-', 1)[0]}")
+    if node_patch(node, labels, taints, prefix):
+        problems.append(
+            f"the Node's labels or taints differ from the role's: {node_patch(node, labels, taints, prefix)}"
+        )
+    return problems
+
+
+def _containerd_problems(dump, sandbox_image, nvidia):
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11 on the controller
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        config = tomllib.loads(dump)
+    except tomllib.TOMLDecodeError as exc:
+        return [f"containerd config dump is not TOML ({exc})"]
+    cri = (config.get("plugins") or {}).get("io.containerd.grpc.v1.cri") or {}
+    runtimes = (cri.get("containerd") or {}).get("runtimes") or {}
+    problems = []
+    if cri.get("sandbox_image") != sandbox_image:
+        problems.append(f"containerd's sandbox image is {cri.get('sandbox_image')}, not {sandbox_image}")
+    if ((runtimes.get("runc") or {}).get("options") or {}).get("SystemdCgroup") is not True:
+        problems.append("containerd's runc runtime does not use the systemd cgroup driver (SystemdCgroup)")
+    if nvidia and "nvidia" not in runtimes:
+        problems.append(
+            "containerd has no nvidia runtime (k8s_node_nvidia_runtime is true: run the container toolkit stage)"
+        )
+    return problems

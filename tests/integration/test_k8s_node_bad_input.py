@@ -1,0 +1,115 @@
+"""k8s_node's bad input fails in preflight, before any change, with a message naming the variable, the value and the
+fix. Every case is a variable check that needs no node: it runs against the machine running the tests, in check
+mode. The version skew case gives the control plane's version as k8s_node_control_plane_version (the Molecule
+scenario reads it from the API server instead).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from preflight_harness import assert_fails_with, run_local
+
+PLAYBOOK = Path(__file__).with_name("k8s_node_preflight.yml")
+TAG = "k8s_node_preflight"
+TOKEN = "abcdef.0123456789abcdef"
+CA_HASH = "sha256:" + "5538f945803316dcf8ce6fb652c7e1fe99ec131e97743147871fbc74d488c2a3"
+# A node given its token from the vault: the base of every case that is not about the token's source.
+VAULT = {"k8s_node_join_token": TOKEN, "k8s_node_ca_cert_hash": CA_HASH, "k8s_node_api_endpoint": "cp.example:6443",
+         "k8s_node_kubectl_host": "localhost", "k8s_node_control_plane_version": "v1.31.4"}  # fmt: skip
+
+CASES = {
+    "no_control_plane_and_no_token": (
+        {"k8s_node_kubectl_host": "localhost", "k8s_node_control_plane_version": "v1.31.4"},
+        [
+            "k8s_node_control_plane_host is empty and no k8s_node_join_token is given: nothing can create or supply "
+            "the bootstrap token to join with. Fix: k8s_node_control_plane_host: <an inventory host of the control "
+            "plane> (the role runs kubeadm token create there, with a short TTL), or k8s_node_join_token and "
+            "k8s_node_ca_cert_hash from your vault",
+        ],
+    ),
+    "ca_hash_malformed": (
+        {**VAULT, "k8s_node_ca_cert_hash": "sha256:5538F945"},
+        [
+            'k8s_node_ca_cert_hash is "sha256:5538F945", not "sha256:" and the 64 lower-case hex digits of the '
+            "SHA-256 of the cluster CA's public key. Fix: the --discovery-token-ca-cert-hash value kubeadm prints",
+        ],
+    ),
+    "ca_hash_without_prefix": (
+        {**VAULT, "k8s_node_ca_cert_hash": CA_HASH.removeprefix("sha256:")},
+        [f'k8s_node_ca_cert_hash is "{CA_HASH.removeprefix("sha256:")}", not "sha256:" and the 64 lower-case hex'],
+    ),
+    "token_malformed_and_not_shown": (
+        {**VAULT, "k8s_node_join_token": "ABCDEF.0123456789abcdef"},
+        [
+            "k8s_node_join_token is not a bootstrap token (six and sixteen characters of [a-z0-9] joined by a dot; "
+            "the value is not shown).",
+        ],
+    ),
+    "token_without_ca_hash": (
+        {**VAULT, "k8s_node_ca_cert_hash": ""},
+        ["k8s_node_join_token is given but k8s_node_ca_cert_hash is empty: a join must pin the cluster CA."],
+    ),
+    "kubelet_newer_than_the_control_plane": (
+        {**VAULT, "k8s_node_control_plane_version": "v1.30.8"},
+        [
+            "k8s_node_kubernetes_version is 1.31.4-1.1 (v1.31.4), newer than the control plane's v1.30.8 "
+            "(k8s_node_control_plane_version): a kubelet must not be newer than the API server. Fix: "
+            "k8s_node_kubernetes_version of v1.30 (and its repository), or upgrade the control plane first.",
+        ],
+    ),
+    "kubeadm_two_minors_older_than_the_control_plane": (
+        {**VAULT, "k8s_node_control_plane_version": "v1.33.2"},
+        [
+            "k8s_node_kubernetes_version is 1.31.4-1.1 (v1.31.4), 2 minor versions older than the control plane's "
+            "v1.33.2 (k8s_node_control_plane_version): kubeadm joins a control plane of its own minor version or "
+            "the next one only. Fix: k8s_node_kubernetes_version of v1.33 or v1.32 (and its repository).",
+        ],
+    ),
+    "version_and_repository_of_different_minors": (
+        {**VAULT, "k8s_node_kubernetes_version": "1.32.1-1.1"},
+        [
+            "k8s_node_repo_url is https://pkgs.k8s.io/core:/stable:/v1.31/deb, the repository of Kubernetes v1.31, "
+            "but k8s_node_kubernetes_version is 1.32.1-1.1 (v1.32): each repository carries one minor version. Fix: "
+            "k8s_node_repo_url and k8s_node_key_url with /core:/stable:/v1.32/deb",
+        ],
+    ),
+    "version_not_exact": (
+        {**VAULT, "k8s_node_kubernetes_version": "1.31"},
+        ['k8s_node_kubernetes_version is "1.31", not an exact package version'],
+    ),
+    "label_key_with_invalid_characters": (
+        {**VAULT, "k8s_node_labels": {"example.com/gpu pool": "training"}},
+        [
+            "k8s_node_labels has 'example.com/gpu pool': 'training', not a valid Kubernetes label: its name "
+            "'gpu pool' must be at most 63 characters, alphanumeric at both ends, with only '-', '_', '.' and "
+            "alphanumerics inside. Fix: e.g. example.com/pool: training",
+        ],
+    ),
+    "label_value_with_invalid_characters": (
+        {**VAULT, "k8s_node_labels": {"example.com/pool": "training/a100"}},
+        ["k8s_node_labels has 'example.com/pool': 'training/a100', not a valid Kubernetes label: a value must be"],
+    ),
+    "label_prefix_upper_case": (
+        {**VAULT, "k8s_node_labels": {"Example.com/pool": "training"}},
+        ["its prefix 'Example.com' is not a DNS subdomain"],
+    ),
+    "taint_effect_unknown": (
+        {**VAULT, "k8s_node_taints": [{"key": "nvidia.com/gpu", "effect": "NoRun"}]},
+        ["each taint needs key and an effect of NoSchedule, PreferNoSchedule, NoExecute"],
+    ),
+    "kubectl_host_not_in_the_inventory": (
+        {**VAULT, "k8s_node_kubectl_host": "cp-01"},
+        ['k8s_node_kubectl_host is "cp-01", not an inventory host'],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
+    variables, expected = CASES[case]
+    proc = run_local(PLAYBOOK, TAG, tmp_path, variables)
+    assert_fails_with(proc, "localhost", expected)
+    # Not even a malformed token is printed.
+    assert variables.get("k8s_node_join_token", "x" * 23)[7:] not in proc.stdout + proc.stderr

@@ -1,0 +1,183 @@
+"""k8s_node's decisions (plugins/module_utils/kubernetes_node.py): variables, skew, kubeadm's join command, labels,
+the Node patch, Ready, verification.
+
+The join commands are real kubeadm outputs quoted in public threads (tests/fixtures/SOURCES.md); the Node objects
+are synthetic, in the API's shape.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import kubernetes_node as kn
+
+HASH = "sha256:44a68d4a2c2a86e05cc0d4ee8c9c6b64352c54e450021331c483561e45b34388"
+BASE = {
+    "k8s_node_kubernetes_version": "1.31.4-1.1",
+    "k8s_node_repo_url": "https://pkgs.k8s.io/core:/stable:/v1.31/deb",
+    "k8s_node_join_token": "",
+    "k8s_node_control_plane_host": "cp-01",
+    "k8s_node_ca_cert_hash": "",
+    "k8s_node_api_endpoint": "",
+    "k8s_node_kubectl_host": "cp-01",
+    "k8s_node_control_plane_version": "",
+    "k8s_node_labels": {},
+    "k8s_node_label_prefix": "gpuops.io",
+    "k8s_node_taints": [],
+}
+
+# kubernetes/kubernetes#56185 (kubeadm 1.9, the first --print-join-command: endpoint after --token) and
+# kubernetes/kubeadm#659 (2018); mbert/kubeadm2ha#18 (a klog line first; the author shortened the hash).
+JOIN_1_9 = ("kubeadm join --token 447067.20b55955bd6abe6c 192.168.99.100:8443 --discovery-token-ca-cert-hash "
+            "sha256:17023a5c90b996e50c514e63e161e46f78be216fd48c0c3df3be67e008b28889")  # fmt: skip
+JOIN_659 = ("kubeadm join --token 5d2dc8.3e93f8449167639b 10.0.2.66:6443 --discovery-token-ca-cert-hash "
+            f"{HASH}")  # fmt: skip
+JOIN_KLOG = ("I0914 14:11:14.396695   3948 feature_gate.go:230] feature gates: &{map[]}\nkubeadm join 10.1.3.2:6443 "
+             "--token aaaaaa.bbbbbbbbbbbbbbbb --discovery-token-ca-cert-hash "
+             "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")  # fmt: skip
+
+
+def test_the_defaults_with_a_control_plane_have_no_problem():
+    assert kn.input_problems(BASE) == []
+
+
+def test_a_vault_token_needs_its_hash_and_endpoint_and_is_never_shown():
+    problems = kn.input_problems({**BASE, "k8s_node_control_plane_host": "", "k8s_node_join_token": "Secret.Token"})
+    assert any("k8s_node_join_token is not a bootstrap token" in p for p in problems)
+    assert any("k8s_node_ca_cert_hash is empty" in p for p in problems)
+    assert any("k8s_node_api_endpoint is empty" in p for p in problems)
+    assert not any("Secret" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("labels", "why"),
+    [
+        ({"example.com/gpu pool": "a"}, "its name 'gpu pool'"),
+        ({"Example.com/pool": "a"}, "its prefix 'Example.com'"),
+        ({"example.com/pool": "-a"}, "a value must be empty"),
+        ({"example.com/pool": "x" * 64}, "a value must be empty"),
+        ({"example.com/pool": 3}, "label values are strings, got int"),
+        ({"/pool": "a"}, "its prefix ''"),
+    ],
+)
+def test_invalid_labels_are_named_with_the_reason(labels, why):
+    (problem,) = kn.input_problems({**BASE, "k8s_node_labels": labels})
+    assert why in problem
+
+
+@pytest.mark.parametrize(
+    ("version", "control_plane", "expected"),
+    [
+        ("1.31.4-1.1", "v1.31.4", None),
+        ("1.31.4-1.1", "v1.31.0", None),
+        ("1.30.8-1.1", "v1.31.4", None),
+        ("1.31.4-1.1", "v1.30.8", "newer than the control plane's v1.30.8"),
+        ("1.29.9-1.1", "v1.31.4", "2 minor versions older than the control plane's v1.31.4"),
+        ("1.31.4-1.1", "v2.0.0", "minor versions older"),
+    ],
+)
+def test_skew(version, control_plane, expected):
+    problem = kn.skew_problem(version, control_plane, "the API server")
+    assert problem is None if expected is None else expected in problem
+
+
+@pytest.mark.parametrize("text", [JOIN_1_9, JOIN_659])
+def test_join_commands_of_real_kubeadm_output(text):
+    parsed = kn.join_command(text)
+    assert parsed["problem"] is None
+    assert parsed["endpoint"] in ("192.168.99.100:8443", "10.0.2.66:6443")
+    assert parsed["token"] in ("447067.20b55955bd6abe6c", "5d2dc8.3e93f8449167639b")
+
+
+def test_a_shortened_hash_is_a_problem_that_does_not_show_the_token():
+    parsed = kn.join_command(JOIN_KLOG)
+    assert parsed["endpoint"] == "10.1.3.2:6443"
+    assert "is not sha256:<64 hex>" in parsed["problem"]
+    assert "aaaaaa." not in parsed["problem"]
+
+
+def test_no_join_line_is_a_problem():
+    assert kn.join_command("error: no kubeconfig")["problem"] == "it printed no `kubeadm join` line"
+
+
+GPU = {"devices": [{"name": "NVIDIA L40S"}] * 4, "driver_version": "570.172.08", "cuda_version": "12.8",
+       "simulated": {"profile": "pcie_l40s_4gpu"}}  # fmt: skip
+
+
+def test_labels_from_the_gpus_and_the_inventory_with_the_users_winning():
+    labels = kn.node_labels(GPU, {"profile": "pcie_l40s_4gpu"}, "r12", "gpuops.io", {"gpuops.io/rack": "row-3"})
+    assert labels == {
+        "gpuops.io/gpu.product": "NVIDIA-L40S",
+        "gpuops.io/gpu.count": "4",
+        "gpuops.io/gpu.driver": "570.172.08",
+        "gpuops.io/gpu.cuda": "12.8",
+        "gpuops.io/gpu.simulated": "true",
+        "gpuops.io/rack": "row-3",
+        "gpuops.io/hardware-profile": "pcie_l40s_4gpu",
+    }
+
+
+def test_a_node_without_a_driver_gets_no_gpu_labels():
+    assert kn.node_labels({}, {"profile": "bench_container"}, "", "gpuops.io", {}) == {
+        "gpuops.io/hardware-profile": "bench_container"
+    }
+
+
+def test_the_patch_changes_only_what_differs_and_drops_stale_labels_of_the_prefix():
+    node = {"metadata": {"labels": {"gpuops.io/gpu.count": "8", "gpuops.io/gpu.driver": "535.1", "team": "x"}},
+            "spec": {"taints": [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]}}  # fmt: skip
+    taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    patch = kn.node_patch(node, {"gpuops.io/gpu.count": "8", "gpuops.io/rack": "r1"}, [taint], "gpuops.io")
+    assert patch == {
+        "metadata": {"labels": {"gpuops.io/rack": "r1", "gpuops.io/gpu.driver": None}},
+        "spec": {"taints": [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}, taint]},
+    }
+    node["metadata"]["labels"] = {"gpuops.io/gpu.count": "8", "gpuops.io/rack": "r1"}
+    node["spec"]["taints"].append(taint)
+    assert kn.node_patch(node, {"gpuops.io/gpu.count": "8", "gpuops.io/rack": "r1"}, [taint], "gpuops.io") == {}
+
+
+def test_ready_and_why_not():
+    ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    not_ready = {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                                            "message": "container runtime network not ready"}]}}  # fmt: skip
+    assert kn.ready(ready) is True
+    assert kn.ready(not_ready) is False
+    assert kn.ready(not_ready, "reason") == "Ready is False (KubeletNotReady: container runtime network not ready)"
+    assert "no Ready condition" in kn.ready({}, "reason")
+
+
+DUMP = """version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.gpuops.test/pause:3.10"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+    SystemdCgroup = true
+"""
+
+
+def read(held="kubeadm\nkubelet\nkubectl", units="containerd enabled active\nkubelet enabled active"):
+    return (f"== packages\nkubeadm 1.31.4-1.1\nkubelet 1.31.4-1.1\nkubectl 1.31.4-1.1\n== held\n{held}\n"
+            f"== units\n{units}\n== ctr\nanswers\n== files\n/etc/kubernetes/kubelet.conf\n"
+            f"== config\n{DUMP}")  # fmt: skip
+
+
+NODE = {"metadata": {"labels": {}}, "spec": {},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                   "nodeInfo": {"kubeletVersion": "v1.31.4"}}}  # fmt: skip
+ARGS = ("1.31.4-1.1", ["kubeadm", "kubelet", "kubectl"], "registry.gpuops.test/pause:3.10")
+
+
+def test_verification_of_a_good_node():
+    assert kn.verify_problems(read(), NODE, *ARGS, False, {}, [], "gpuops.io") == []
+
+
+def test_verification_names_each_problem():
+    problems = kn.verify_problems(read(held="kubeadm", units="kubelet enabled failed"), NODE, *ARGS, True,
+                                  {"gpuops.io/rack": "r1"}, [], "gpuops.io")  # fmt: skip
+    assert problems == [
+        "kubelet is not held",
+        "kubectl is not held",
+        "kubelet.service is enabled and failed, not enabled and active",
+        "containerd has no nvidia runtime (k8s_node_nvidia_runtime is true: run the container toolkit stage)",
+        "the Node's labels or taints differ from the role's: {'metadata': {'labels': {'gpuops.io/rack': 'r1'}}}",
+    ]
