@@ -8,10 +8,8 @@ on the HGX node fabric manager at exactly that driver version.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -111,24 +109,9 @@ def test_persistenced_is_enabled_and_not_left_failed(host):
     assert host.run("systemctl is-failed nvidia-persistenced").stdout.strip() != "failed"
 
 
-def verify_run(extra=None):
-    """The stage's verify phase alone (preflight runs with it), on the converged node."""
-    argv = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(CONVERGE), "--tags",
-            "nvidia_driver_verify"]  # fmt: skip
-    proc = subprocess.run(
-        argv + (extra or []),
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
-    )
-    # The YAML callback folds long messages and doubles quotes inside single-quoted strings.
-    return proc.returncode, " ".join((proc.stdout + proc.stderr).split()).replace("''", "'")
-
-
-def test_verification_reports_what_it_could_not_check_and_why(host, driver):
+def test_verification_reports_what_it_could_not_check_and_why(host, driver, stage_run):
     only_on(host, "l40s")
-    rc, output = verify_run(["--limit", "l40s"])
+    rc, output = stage_run(CONVERGE, "nvidia_driver_verify", ["--limit", "l40s"])
     assert rc == 0, output[-3000:]
     assert f"l40s passed nvidia_driver verification: driver {driver} (nvidia-graphics-drivers-tesla-535," in output
     assert "4 GPU(s) NVIDIA L40S [SIMULATED pcie_l40s_4gpu]" in output
@@ -136,11 +119,11 @@ def test_verification_reports_what_it_could_not_check_and_why(host, driver):
     assert "replayed from another machine's capture" in output
 
 
-def test_verification_fails_on_a_package_no_longer_held(host):
+def test_verification_fails_on_a_package_no_longer_held(host, stage_run):
     only_on(host, "l40s")
     host.run_expect([0], "apt-mark unhold nvidia-persistenced")
     try:
-        rc, output = verify_run(["--limit", "l40s"])
+        rc, output = stage_run(CONVERGE, "nvidia_driver_verify", ["--limit", "l40s"])
     finally:
         host.run_expect([0], "apt-mark hold nvidia-persistenced")
     assert rc != 0
@@ -179,9 +162,9 @@ def test_fabric_manager_is_enabled_not_left_failed_and_has_its_config(host):
     assert host.file("/usr/share/nvidia/nvswitch/fabricmanager.cfg").is_file
 
 
-def test_hgx_verification_checks_fabric_manager_and_the_nvswitch_fabric(host, driver):
+def test_hgx_verification_checks_fabric_manager_and_the_nvswitch_fabric(host, driver, stage_run):
     only_on(host, "h100")
-    rc, output = verify_run(["--limit", "h100"])
+    rc, output = stage_run(CONVERGE, "nvidia_driver_verify", ["--limit", "h100"])
     assert rc == 0, output[-3000:]
     assert f"h100 passed nvidia_driver verification: driver {driver} (nvidia-graphics-drivers-tesla-535," in output
     assert f"fabric manager {FABRICMANAGER} {driver}-1 enabled," in output
@@ -189,35 +172,15 @@ def test_hgx_verification_checks_fabric_manager_and_the_nvswitch_fabric(host, dr
     assert "running nvidia-persistenced and nvidia-fabricmanager (this node's kernel belongs" in output
 
 
-def test_hgx_verification_fails_when_fabric_manager_is_not_held(host):
+def test_hgx_verification_fails_when_fabric_manager_is_not_held(host, stage_run):
     only_on(host, "h100")
     host.run_expect([0], f"apt-mark unhold {FABRICMANAGER}")
     try:
-        rc, output = verify_run(["--limit", "h100"])
+        rc, output = stage_run(CONVERGE, "nvidia_driver_verify", ["--limit", "h100"])
     finally:
         host.run_expect([0], f"apt-mark hold {FABRICMANAGER}")
     assert rc != 0
     assert f"h100 failed nvidia_driver verification: {FABRICMANAGER} is not held" in output
-
-
-@contextlib.contextmanager
-def nvidia_smi_fault(host, capture):
-    """The node's nvidia-smi answers `-q -x` with a fault capture (tests/fixtures/nvidia_smi) for the test's length.
-
-    The profile's stand-in is a read-only mount in /usr/local/bin; a wrapper in /usr/local/sbin, which comes first in
-    PATH, answers `-q -x` from the capture and hands every other call to it: a GPU fallen off the bus or a fabric
-    that never registered, as verify would meet them on a real node.
-    """
-    container = f"molecule-{os.environ['MOLECULE_SCENARIO_NAME']}-{host.backend.get_hostname()}"
-    subprocess.run(["podman", "cp", str(FIXTURES / "nvidia_smi" / capture), f"{container}:/root/gpuops-fault.xml"],
-                   check=True)  # fmt: skip
-    host.run_expect([0], "printf '#!/bin/sh\\n[ \"$*\" = \"-q -x\" ] && exec cat /root/gpuops-fault.xml\\n"
-                         "exec /usr/local/bin/nvidia-smi \"$@\"\\n' > /usr/local/sbin/nvidia-smi && "
-                         "chmod 755 /usr/local/sbin/nvidia-smi")  # fmt: skip
-    try:
-        yield
-    finally:
-        host.run_expect([0], "rm -f /usr/local/sbin/nvidia-smi /root/gpuops-fault.xml")
 
 
 @pytest.mark.parametrize(
@@ -230,10 +193,10 @@ def nvidia_smi_fault(host, capture):
     ],
     ids=["gpu_missing", "fabric_in_progress"],
 )  # fmt: skip
-def test_hgx_verification_fails_on_a_gpu_fault(host, capture, message):
+def test_hgx_verification_fails_on_a_gpu_fault(host, capture, message, stage_run, replay_fault):
     only_on(host, "h100")
-    with nvidia_smi_fault(host, capture):
-        rc, output = verify_run(["--limit", "h100"])
+    with replay_fault(host, "nvidia-smi", "-q -x", FIXTURES / "nvidia_smi" / capture):
+        rc, output = stage_run(CONVERGE, "nvidia_driver_verify", ["--limit", "h100"])
     assert rc != 0
     assert f"h100 failed nvidia_driver verification: {message}" in output, output[-3000:]
 

@@ -5,10 +5,8 @@ with clear messages on a port down, a port at the wrong rate and GPUDirect RDMA 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,21 +23,6 @@ ROLE_ONLY = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "tests" / "integrat
 def only_on(host, name):
     if host.backend.get_hostname() != name:
         pytest.skip(f"checks the {name} node")
-
-
-def run(tags, extra=None, playbook=CONVERGE):
-    """The stage with the given tags (preflight runs with each phase) on the converged nodes; extra: more
-    ansible-playbook arguments (a second inventory, extra vars, a limit)."""
-    argv = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(playbook), "--tags", tags]
-    proc = subprocess.run(
-        argv + (extra or []),
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
-    )
-    # The YAML callback folds long messages and doubles quotes inside single-quoted strings.
-    return proc.returncode, " ".join((proc.stdout + proc.stderr).split()).replace("''", "'")
 
 
 def test_the_stack_is_installed_and_held_at_one_version(host):
@@ -96,32 +79,14 @@ def test_state_file_for_nccl_tests(host):
     assert state["simulated"]["profile"] in ("hgx_h100_8gpu", "pcie_l40s_4gpu")
 
 
-def test_verification_says_what_a_container_cannot_show(host):
+def test_verification_says_what_a_container_cannot_show(host, stage_run):
     only_on(host, "l40s")
-    rc, output = run("rdma_fabric_verify", ["--limit", "l40s"])
+    rc, output = stage_run(CONVERGE, "rdma_fabric_verify", ["--limit", "l40s"])
     assert rc == 0, output[-3000:]
     assert "l40s passed rdma_fabric verification: stack inbox (5 packages held at their versions);" in output
     assert "[SIMULATED pcie_l40s_4gpu] l40s (pcie_l40s_4gpu): 2/2 Ethernet ports active at 400 Gb/s" in output
     assert "not applicable: interfaces applied, RoCE QoS applied" in output
     assert "belong to its container host" in output
-
-
-@contextlib.contextmanager
-def ibstat_fault(host, capture):
-    """The node's bare ibstat answers with a fault capture (tests/fixtures/infiniband/ibstat) for the test's length.
-
-    The profile's stand-in is a read-only mount in /usr/local/bin; a wrapper in /usr/local/sbin, which comes first in
-    PATH, answers the bare call from the capture and hands every other call to it.
-    """
-    container = f"molecule-{os.environ['MOLECULE_SCENARIO_NAME']}-{host.backend.get_hostname()}"
-    subprocess.run(["podman", "cp", str(IBSTAT / capture), f"{container}:/root/gpuops-fault.txt"], check=True)
-    host.run_expect([0], "printf '#!/bin/sh\\n[ -z \"$*\" ] && exec cat /root/gpuops-fault.txt\\n"
-                         "exec /usr/local/bin/ibstat \"$@\"\\n' > /usr/local/sbin/ibstat && "
-                         "chmod 755 /usr/local/sbin/ibstat")  # fmt: skip
-    try:
-        yield
-    finally:
-        host.run_expect([0], "rm -f /usr/local/sbin/ibstat /root/gpuops-fault.txt")
 
 
 @pytest.mark.parametrize(
@@ -135,18 +100,20 @@ def ibstat_fault(host, capture):
     ],
     ids=["port_down", "rate_low"],
 )  # fmt: skip
-def test_verification_fails_on_a_port_fault(host, capture, message):
+def test_verification_fails_on_a_port_fault(host, capture, message, stage_run, replay_fault):
     only_on(host, "h100")
-    with ibstat_fault(host, capture):
-        rc, output = run("rdma_fabric_verify", ["--limit", "h100"])
+    with replay_fault(host, "ibstat", "", IBSTAT / capture):
+        rc, output = stage_run(CONVERGE, "rdma_fabric_verify", ["--limit", "h100"])
     assert rc != 0
     assert f"h100 failed rdma_fabric verification: {message}" in output, output[-3000:]
 
 
-def test_gpudirect_without_a_driver_stops_in_preflight(host):
+def test_gpudirect_without_a_driver_stops_in_preflight(host, stage_run):
     only_on(host, "l40s")
     before = host.file(STATE).content_string
-    rc, output = run("rdma_fabric", ["--limit", "l40s", "--extra-vars", json.dumps({"rdma_fabric_peermem": True})])
+    rc, output = stage_run(
+        CONVERGE, "rdma_fabric", ["--limit", "l40s", "--extra-vars", json.dumps({"rdma_fabric_peermem": True})]
+    )
     assert rc != 0
     assert "rdma_fabric_peermem is true but l40s has no NVIDIA driver built by DKMS for its kernels" in output
     assert "Fix: run playbooks/driver.yml first" in output
@@ -154,11 +121,11 @@ def test_gpudirect_without_a_driver_stops_in_preflight(host):
     assert host.file(STATE).content_string == before
 
 
-def test_bandwidth_peer_on_another_link_layer_stops_in_preflight(host, tmp_path):
+def test_bandwidth_peer_on_another_link_layer_stops_in_preflight(host, tmp_path, stage_run):
     only_on(host, "l40s")
     extra = tmp_path / "peer.yml"
     extra.write_text(json.dumps({"all": {"hosts": {"l40s": {"rdma_fabric_perftest_peer": "h100"}}}}))
-    rc, output = run("rdma_fabric_verify", ["-i", str(extra)])
+    rc, output = stage_run(CONVERGE, "rdma_fabric_verify", ["-i", str(extra)])
     assert rc != 0
     assert (
         'rdma_fabric_perftest_peer is "h100": its fabric is InfiniBand, this one Ethernet: ib_write_bw needs both '
@@ -166,7 +133,7 @@ def test_bandwidth_peer_on_another_link_layer_stops_in_preflight(host, tmp_path)
     ), output[-3000:]
 
 
-def test_bandwidth_check_runs_ib_write_bw_and_says_why_it_could_not(host, tmp_path):
+def test_bandwidth_check_runs_ib_write_bw_and_says_why_it_could_not(host, tmp_path, stage_run):
     """l40s measures against h100, given the L40S profile for the length of the run (a second inventory: host
     variables beat the profile's group variables), so that h100's one Ethernet port (the BlueField-3 bond of its
     capture) serves. Real perftest on both ends finds no RDMA device in a container; verify fails saying so, for the
@@ -180,7 +147,7 @@ def test_bandwidth_check_runs_ib_write_bw_and_says_why_it_could_not(host, tmp_pa
     extra.write_text(json.dumps({"all": {"vars": {"rdma_fabric_peermem": False},
                                          "hosts": {"l40s": {"rdma_fabric_perftest_peer": "h100"},
                                                    "h100": {"gpuops_hardware": l40s}}}}))  # fmt: skip
-    rc, output = run("rdma_fabric_verify", ["-i", str(extra)], playbook=ROLE_ONLY)
+    rc, output = stage_run(ROLE_ONLY, "rdma_fabric_verify", ["-i", str(extra)])
     assert rc != 0
     assert (
         "l40s failed rdma_fabric verification: ib_write_bw l40s (mlx5_0) -> h100 could not run (exit 1): Did not "
