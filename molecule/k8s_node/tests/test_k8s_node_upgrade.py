@@ -41,10 +41,10 @@ def test_the_upgrade_drained_upgraded_and_put_the_node_back(host, upgrade):
     output = upgrade.stdout + upgrade.stderr
     assert upgrade.returncode == 0, output[-4000:]
     for task in (
-        "Take the node out of service for the upgrade",
+        "Cordon and drain the Kubernetes node",
         "Install kubeadm, kubelet and kubectl at the pinned",
         "Upgrade the node's kubelet configuration",
-        "Put the node back in service after the upgrade",
+        "Uncordon the Kubernetes node",
     ):
         assert changed(output, task).group(1) == "changed", task
     # The join phase left the joined node alone.
