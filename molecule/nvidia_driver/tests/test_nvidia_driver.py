@@ -1,5 +1,5 @@
-"""nvidia_driver with its defaults on Debian 13 (simulated 4x L40S, and a simulated HGX H100 with NVSwitches): the real
-state of the nodes after converge.
+"""nvidia_driver with its defaults on Debian 13 (a simulated HGX H100 with NVSwitches): the real state of the node
+after converge. The PCIe path (no fabric manager, no CUDA repository) is checked by nvidia_driver_dkms_failure.
 
 Versions are read from the node (what the role resolved from the archive), so a Debian point release that moves
 the 535 branch does not break the tests; what must hold is that every package sits at that one version, held, and
@@ -38,11 +38,6 @@ def image_kernels(host):
     """The kernels the node boots: those with an image under /boot (the container's running one is not)."""
     names = host.check_output("ls /boot").split()
     return sorted(name[len("vmlinuz-") :] for name in names if name.startswith("vmlinuz-"))
-
-
-def only_on(host, name):
-    if host.backend.get_hostname() != name:
-        pytest.skip(f"checks the {name} node")
 
 
 @pytest.fixture(scope="module")
@@ -109,35 +104,17 @@ def test_persistenced_is_enabled_and_not_left_failed(host):
     assert host.run("systemctl is-failed nvidia-persistenced").stdout.strip() != "failed"
 
 
-def test_verification_reports_what_it_could_not_check_and_why(host, driver, stage_run):
-    only_on(host, "l40s")
-    rc, output = stage_run(CONVERGE, "nvidia_driver_verify", ["--limit", "l40s"])
-    assert rc == 0, output[-3000:]
-    assert f"l40s passed nvidia_driver verification: driver {driver} (nvidia-graphics-drivers-tesla-535," in output
-    assert "4 GPU(s) NVIDIA L40S [SIMULATED pcie_l40s_4gpu]" in output
-    assert "this node's kernel belongs to its container host" in output
-    assert "replayed from another machine's capture" in output
-
-
 def test_verification_fails_on_a_package_no_longer_held(host, stage_run):
-    only_on(host, "l40s")
     host.run_expect([0], "apt-mark unhold nvidia-persistenced")
     try:
-        rc, output = stage_run(CONVERGE, "nvidia_driver_verify", ["--limit", "l40s"])
+        rc, output = stage_run(CONVERGE, "nvidia_driver_verify", ["--limit", "h100"])
     finally:
         host.run_expect([0], "apt-mark hold nvidia-persistenced")
     assert rc != 0
-    assert "l40s failed nvidia_driver verification: nvidia-persistenced is not held" in output
-
-
-def test_a_node_without_nvswitch_gets_no_fabric_manager_and_no_cuda_repository(host):
-    only_on(host, "l40s")
-    assert host.check_output("dpkg-query -W -f '${Package} ' 'nvidia-fabricmanager*' 2>/dev/null || true") == ""
-    assert not host.file(CUDA_SOURCE).exists
+    assert "h100 failed nvidia_driver verification: nvidia-persistenced is not held" in output
 
 
 def test_fabric_manager_sits_at_the_driver_version_and_is_held(host, driver):
-    only_on(host, "h100")
     installed = version(host, FABRICMANAGER)
     assert installed.rsplit("-", 1)[0] == driver, installed
     assert FABRICMANAGER in host.check_output("apt-mark showhold").split()
@@ -146,7 +123,6 @@ def test_fabric_manager_sits_at_the_driver_version_and_is_held(host, driver):
 
 
 def test_fabric_manager_comes_from_the_cuda_repository_through_the_mirror(host):
-    only_on(host, "h100")
     source = host.file(CUDA_SOURCE).content_string
     assert "URIs: http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/" in source
     assert "Signed-By: /etc/apt/keyrings/nvidia-cuda.asc" in source
@@ -155,7 +131,6 @@ def test_fabric_manager_comes_from_the_cuda_repository_through_the_mirror(host):
 
 
 def test_fabric_manager_is_enabled_not_left_failed_and_has_its_config(host):
-    only_on(host, "h100")
     assert host.service("nvidia-fabricmanager").is_enabled
     # It cannot start in a container (no NVSwitch driver); a failed unit would mark the system degraded.
     assert host.run("systemctl is-failed nvidia-fabricmanager").stdout.strip() != "failed"
@@ -163,17 +138,16 @@ def test_fabric_manager_is_enabled_not_left_failed_and_has_its_config(host):
 
 
 def test_hgx_verification_checks_fabric_manager_and_the_nvswitch_fabric(host, driver, stage_run):
-    only_on(host, "h100")
     rc, output = stage_run(CONVERGE, "nvidia_driver_verify", ["--limit", "h100"])
     assert rc == 0, output[-3000:]
     assert f"h100 passed nvidia_driver verification: driver {driver} (nvidia-graphics-drivers-tesla-535," in output
     assert f"fabric manager {FABRICMANAGER} {driver}-1 enabled," in output
     assert "8 GPU(s) NVIDIA H100 80GB HBM3 [SIMULATED hgx_h100_8gpu], NVSwitch fabric Completed on every GPU" in output
     assert "running nvidia-persistenced and nvidia-fabricmanager (this node's kernel belongs" in output
+    assert "replayed from another machine's capture" in output
 
 
 def test_hgx_verification_fails_when_fabric_manager_is_not_held(host, stage_run):
-    only_on(host, "h100")
     host.run_expect([0], f"apt-mark unhold {FABRICMANAGER}")
     try:
         rc, output = stage_run(CONVERGE, "nvidia_driver_verify", ["--limit", "h100"])
@@ -194,7 +168,6 @@ def test_hgx_verification_fails_when_fabric_manager_is_not_held(host, stage_run)
     ids=["gpu_missing", "fabric_in_progress"],
 )  # fmt: skip
 def test_hgx_verification_fails_on_a_gpu_fault(host, capture, message, stage_run, replay_fault):
-    only_on(host, "h100")
     with replay_fault(host, "nvidia-smi", "-q -x", FIXTURES / "nvidia_smi" / capture):
         rc, output = stage_run(CONVERGE, "nvidia_driver_verify", ["--limit", "h100"])
     assert rc != 0
@@ -211,7 +184,6 @@ def test_nvidias_repository_lends_no_driver_package_where_the_driver_comes_from_
     # Debian 13's 550): the role's apt preferences keep Debian's versions the candidates, so neither a dependency nor
     # a later apt upgrade mixes NVIDIA's packages into Debian's set; fabric manager, which Debian lacks, still comes
     # from NVIDIA's repository.
-    only_on(host, "h100")
     preferences = host.file("/etc/apt/preferences.d/gpuops-nvidia-cuda").content_string
     assert "Pin: release o=Debian" in preferences
     assert "580.95.05-1" in host.check_output("apt-cache madison nvidia-kernel-dkms nvidia-persistenced")

@@ -2,7 +2,8 @@
 state it leaves, a re-run with a branch that builds, with no cleanup in between, and then the upgrade path from
 that driver (535, Tesla packages) to another branch (550, proprietary: it builds against 6.12).
 
-The order matters: each of the last two tests changes the node the tests before it read.
+The order matters: the 535 re-run and the upgrade each change the node the tests before them read. The node is an
+L40S PCIe box, so this scenario is also where the PCIe path of the driver (no fabric manager) is checked.
 """
 
 from __future__ import annotations
@@ -88,10 +89,19 @@ def test_a_rerun_with_branch_535_succeeds_without_cleanup(host):
     assert rc == 0, output[-4000:]
     assert re.search(r"l40s : ok=\d+ changed=\d+ unreachable=0 failed=0", output)
     assert "l40s passed nvidia_driver verification: driver 535." in output
+    assert "4 GPU(s) NVIDIA L40S [SIMULATED pcie_l40s_4gpu]" in output
+    assert "this node's kernel belongs to its container host" in output
     (kernel,) = image_kernels(host)
     assert re.search(rf"^nvidia-tesla-535/535\.[0-9.]+, {re.escape(kernel)}, x86_64: installed$",
                      host.check_output("dkms status"), re.MULTILINE)  # fmt: skip
     assert host.check_output("dpkg --audit") == ""
+
+
+def test_a_pcie_node_gets_no_fabric_manager_and_no_cuda_repository(host):
+    # An L40S box has no NVSwitch: nothing of fabric manager, and no NVIDIA repository added for it.
+    assert host.check_output("dpkg-query -W -f '${Package} ' 'nvidia-fabricmanager*' 2>/dev/null || true") == ""
+    assert not host.file("/etc/apt/sources.list.d/nvidia-cuda.sources").exists
+    assert host.service("nvidia-persistenced").is_enabled
 
 
 # dpkg -l's first column: "ii" installed, "hi" installed and held (as the role leaves its packages).
