@@ -122,12 +122,6 @@ def input_problems(v):
             f'k8s_node_api_endpoint is "{endpoint}", not host:port. Fix: e.g. k8s_node_api_endpoint: cp.example:6443 '
             "(no scheme, no path)"
         )
-    if not cp and not v["k8s_node_kubectl_host"]:
-        problems.append(
-            "k8s_node_kubectl_host is empty (and so is k8s_node_control_plane_host): the role reads and labels the "
-            "Node and waits for Ready through kubectl there. Fix: k8s_node_kubectl_host: <an inventory host with "
-            "kubectl and the cluster's admin kubeconfig>"
-        )
     cp_version = v["k8s_node_control_plane_version"]
     if cp_version and not KUBE_VERSION.match(cp_version):
         problems.append(

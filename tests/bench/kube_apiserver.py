@@ -1,10 +1,12 @@
 """The bench's stand-in of a control plane's API server, on the k8s_node scenario's control-plane node.
 
 No registry reachable from the bench carries kube-apiserver (or etcd, or an image to run them in), so this answers,
-in the real API's JSON, only what the k8s_node role, kubeadm's join discovery, the stand-in kubelet and Debian's
-real kubectl (get, patch, label, cordon, drain, uncordon, delete of Nodes) ask:
+in the real API's JSON, only what the k8s_node role (kubernetes.core's Python client from the controller: cluster
+info, Node get and merge patch, cordon, drain, uncordon), kubeadm's join discovery, the stand-in kubelet and Debian's
+real kubectl (get, delete of Nodes, in the tests) ask:
 
-- discovery: /version, /api, /api/v1, /apis (legacy discovery; kubectl falls back to it);
+- discovery: /version, /api, /api/v1, /apis (legacy discovery; kubectl and the Python client's dynamic client read
+  it);
 - Nodes: list, get, create, merge and strategic-merge patch (of the object and of /status), delete;
 - Pods: an empty list (no workload runs on the bench, so a drain evicts nothing);
 - the cluster-info ConfigMap kubeadm's token discovery reads, with a JWS-like signature per bootstrap token

@@ -17,11 +17,11 @@ TOKEN = "abcdef.0123456789abcdef"
 CA_HASH = "sha256:" + "5538f945803316dcf8ce6fb652c7e1fe99ec131e97743147871fbc74d488c2a3"
 # A node given its token from the vault: the base of every case that is not about the token's source.
 VAULT = {"k8s_node_join_token": TOKEN, "k8s_node_ca_cert_hash": CA_HASH, "k8s_node_api_endpoint": "cp.example:6443",
-         "k8s_node_kubectl_host": "localhost", "k8s_node_control_plane_version": "v1.31.4"}  # fmt: skip
+         "k8s_node_control_plane_version": "v1.31.4"}  # fmt: skip
 
 CASES = {
     "no_control_plane_and_no_token": (
-        {"k8s_node_kubectl_host": "localhost", "k8s_node_control_plane_version": "v1.31.4"},
+        {"k8s_node_control_plane_version": "v1.31.4"},
         [
             "k8s_node_control_plane_host is empty and no k8s_node_join_token is given: nothing can create or supply "
             "the bootstrap token to join with. Fix: k8s_node_control_plane_host: <an inventory host of the control "
@@ -99,9 +99,16 @@ CASES = {
         {**VAULT, "k8s_node_taints": [{"key": "nvidia.com/gpu", "effect": "NoRun"}]},
         ["each taint needs key and an effect of NoSchedule, PreferNoSchedule, NoExecute"],
     ),
-    "kubectl_host_not_in_the_inventory": (
-        {**VAULT, "k8s_node_kubectl_host": "cp-01"},
-        ['k8s_node_kubectl_host is "cp-01", not an inventory host'],
+    "control_plane_host_not_in_the_inventory": (
+        {"k8s_node_control_plane_host": "cp-01", "k8s_node_control_plane_version": "v1.31.4"},
+        ['k8s_node_control_plane_host is "cp-01", not an inventory host: the role runs kubeadm token create there.'],
+    ),
+    "kubeconfig_missing_on_the_controller": (
+        {**VAULT, "k8s_node_kubeconfig": "/nonexistent/admin.conf"},
+        [
+            'k8s_node_kubeconfig is "/nonexistent/admin.conf", which is not a file on the controller: the role reads '
+            "the Node, labels it and waits for Ready through the Kubernetes API from here."
+        ],
     ),
 }
 
@@ -113,3 +120,18 @@ def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
     assert_fails_with(proc, "localhost", expected)
     # Not even a malformed token is printed.
     assert variables.get("k8s_node_join_token", "x" * 23)[7:] not in proc.stdout + proc.stderr
+
+
+def test_an_api_the_controller_cannot_reach_fails_in_preflight(tmp_path: Path) -> None:
+    # A kubeconfig whose API server nothing answers (port 9 of the machine itself: discard, closed here).
+    kubeconfig = tmp_path / "admin.conf"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {}}]\n"
+    )
+    proc = run_local(PLAYBOOK, TAG, tmp_path, {**VAULT, "k8s_node_kubeconfig": str(kubeconfig),
+                                               "k8s_node_control_plane_version": ""})  # fmt: skip
+    assert_fails_with(proc, "localhost", [
+        f"The Kubernetes API could not be read from the controller with k8s_node_kubeconfig {kubeconfig}:",
+        "Fix: a kubeconfig on this machine whose API server it reaches, with the rights to read and patch Nodes",
+    ])  # fmt: skip

@@ -46,7 +46,7 @@ def vault_join(host, tmp_path_factory):
     endpoint, token, ca_hash = re.search(r"kubeadm join (\S+) --token (\S+) --discovery-token-ca-cert-hash (\S+)",
                                          printed).groups()  # fmt: skip
     extra = tmp_path_factory.mktemp("vault") / "vault.json"
-    extra.write_text(json.dumps({"k8s_node_control_plane_host": "", "k8s_node_kubectl_host": "cp",
+    extra.write_text(json.dumps({"k8s_node_control_plane_host": "",
                                  "k8s_node_join_token": token, "k8s_node_ca_cert_hash": ca_hash,
                                  "k8s_node_api_endpoint": endpoint}))  # fmt: skip
     log = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "ansible.log"

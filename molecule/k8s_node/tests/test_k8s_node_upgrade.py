@@ -1,6 +1,7 @@
 """A joined node at another patch version is taken out of service, upgraded and put back: the gpu node is moved to
 1.31.3-1.1 by hand (as if it had joined at that version), then the role's install, join, configure and verify phases
-run with the pinned 1.31.4-1.1. Debian's real kubectl cordons, drains and uncordons it against the stand-in API.
+run with the pinned 1.31.4-1.1. The role cordons, drains and uncordons it through the stand-in API from the
+controller (kubernetes.core.k8s_drain); Debian's real kubectl on cp reads the result.
 """
 
 from __future__ import annotations

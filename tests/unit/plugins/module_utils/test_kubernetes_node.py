@@ -19,7 +19,6 @@ BASE = {
     "k8s_node_control_plane_host": "cp-01",
     "k8s_node_ca_cert_hash": "",
     "k8s_node_api_endpoint": "",
-    "k8s_node_kubectl_host": "cp-01",
     "k8s_node_control_plane_version": "",
     "k8s_node_labels": {},
     "k8s_node_label_prefix": "gpuops.io",

@@ -34,6 +34,14 @@ def request(method, url, body=None, content_type="application/json"):
         return json.load(resp)
 
 
+def read(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def main(args):
     if "--version" in args:
         print(f"Kubernetes {VERSION}")
@@ -51,13 +59,29 @@ def main(args):
         server = re.search(r"server:\s*(\S+)", f.read()).group(1)
     name = option(args, "--hostname-override") or os.uname().nodename
     runtime = subprocess.run(["containerd", "--version"], capture_output=True, text=True, check=False).stdout.split()
+    address = subprocess.run(["hostname", "--all-ip-addresses"], capture_output=True, text=True, check=False).stdout
+    # Every field a real kubelet reports in nodeInfo: API clients that deserialize a Node (the Python client of
+    # kubernetes.core) require them all.
     status = {
         "conditions": [
             {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}
         ],
+        "addresses": [
+            {"type": "InternalIP", "address": (address.split() or ["127.0.0.1"])[0]},
+            {"type": "Hostname", "address": name},
+        ],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
         "nodeInfo": {
-            "kubeletVersion": VERSION,
+            "architecture": "amd64",
+            "bootID": read("/proc/sys/kernel/random/boot_id"),
             "containerRuntimeVersion": f"containerd://{runtime[2].lstrip('v')}" if len(runtime) > 2 else "unknown",
+            "kernelVersion": os.uname().release,
+            "kubeProxyVersion": "",
+            "kubeletVersion": VERSION,
+            "machineID": read("/etc/machine-id"),
+            "operatingSystem": "linux",
+            "osImage": re.search(r'^PRETTY_NAME="?([^"\n]*)', read("/etc/os-release"), re.MULTILINE).group(1),
+            "systemUUID": read("/etc/machine-id"),
         },
     }
     node = {
