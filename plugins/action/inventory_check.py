@@ -43,7 +43,13 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(
             argument_spec={"hosts": {"type": "list", "elements": "str"}},
         )
-        names = args["hosts"] if args["hosts"] is not None else task_vars["groups"]["all"]
+        # The control plane a stage-4 node joins is in the inventory but is no rack node.
+        control_plane = set(task_vars["groups"].get("kube_control_plane", []))
+        names = (
+            args["hosts"]
+            if args["hosts"] is not None
+            else [name for name in task_vars["groups"]["all"] if name not in control_plane]
+        )
         hostvars = task_vars["hostvars"]
         data = {}
         for name in names:

@@ -17,7 +17,9 @@ description:
 author: gpuops.bringup developers (@gpuops)
 options:
   hosts:
-    description: Hosts to check; all inventory hosts when omitted.
+    description:
+      - Hosts to check; when omitted, all inventory hosts but those of the group C(kube_control_plane) (the cluster
+        stage 4 joins, not rack nodes).
     type: list
     elements: str
 extends_documentation_fragment:

@@ -236,6 +236,8 @@ def inventory_hosts(inventory, env):
             **{key: variables.get(key) for key in ("gpuops_hardware", "ansible_host", "ansible_port")},
         }
         for name, variables in hostvars.items()
+        # As inventory_check: the control plane stage 4 joins is no rack node.
+        if name not in members("kube_control_plane")
     }
 
 
