@@ -49,7 +49,7 @@ def test_the_node_is_ready_again_once_kubelet_runs(host):
     if host.backend.get_hostname() != "cp":
         pytest.skip("runs once, from the control plane's turn")
     # The stand-in kubelet posts its status every 10 s.
-    for _ in range(30):
+    for _attempt in range(30):
         node = json.loads(host.check_output(f"{KUBECTL} get node cpu -o json"))
         ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
         if ready["status"] == "True":
