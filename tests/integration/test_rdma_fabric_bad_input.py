@@ -3,9 +3,9 @@ the fix.
 
 The machine running the tests is a Debian 12 VM without an NVIDIA driver or RDMA device: the variable cases, DOCA on
 an OS its release does not serve (Debian 12) and GPUDirect RDMA without a driver run there. One bench node with
-Ubuntu 24.04's os-release (an OS DOCA 3.1.0 serves) shows the stop before the DOCA install path, which is not built,
-and the interfaces refused where netplan is the tool; one with Rocky Linux 9.3's the inbox stack refused off apt.
-Each case gives the node a hardware profile as the inventory would (gpuops_hardware).
+Ubuntu 24.04's os-release (an OS DOCA 3.1.0 serves) shows the stop before the DOCA install path, which is not built;
+one with Rocky Linux 9.3's the inbox stack refused off apt. Each case gives the node a hardware profile as the
+inventory would (gpuops_hardware).
 """
 
 from __future__ import annotations
@@ -113,6 +113,22 @@ LOCAL_CASES = {
         given(rdma_fabric_stack="mlnx_ofed"),
         ["value of rdma_fabric_stack must be one of: inbox, doca, none, got: mlnx_ofed"],
     ),
+    # This machine runs neither NetworkManager nor netplan.
+    "network_tool_not_on_the_node": (
+        given(rdma_fabric_interfaces=[{"name": "ibp26s0", "kind": "ipoib"}], rdma_fabric_network_tool="networkmanager"),
+        [
+            "rdma_fabric_interfaces names 1 interfaces for networkmanager (rdma_fabric_network_tool: networkmanager), "
+            "but localhost has no nmcli. Nothing was changed. Fix: rdma_fabric_network_tool set to the tool that owns "
+            "this node's network (auto picks it), or install that tool."
+        ],
+    ),
+    "network_tool_unknown": (
+        given(rdma_fabric_network_tool="ifupdown"),
+        [
+            "value of rdma_fabric_network_tool must be one of: auto, systemd-networkd, netplan, networkmanager, got: "
+            "ifupdown"
+        ],
+    ),
 }
 
 
@@ -168,19 +184,5 @@ def test_doca_stops_before_the_install_path_that_is_not_built(tmp_path: Path, no
             "rdma_fabric_stack is doca: ubuntu's OS is one DOCA 3.1.0 serves, but this collection does not install "
             "DOCA-OFED yet",
             "Nothing was changed. Fix: rdma_fabric_stack: inbox.",
-        ],
-    )
-
-
-def test_interfaces_on_an_os_without_a_network_tool_here(tmp_path: Path, nodes: Path) -> None:
-    variables = given(rdma_fabric_interfaces=[{"name": "ibp26s0", "kind": "ipoib"}])
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit="ubuntu")
-    assert_fails_with(
-        proc,
-        "ubuntu",
-        [
-            "rdma_fabric_interfaces names 1 interfaces, which this collection writes for systemd-networkd (on "
-            "debian); ubuntu runs Ubuntu 24.04",
-            "Nothing was changed. Fix: rdma_fabric_interfaces: [] and configure them with the OS's own tool.",
         ],
     )

@@ -1,6 +1,8 @@
-"""rdma_fabric on two simulated machines (HGX H100 8x NDR InfiniBand on Debian 12, 4x L40S with two RoCE ports on
-Debian 13): the real state of the nodes after converge, the state file the nccl_tests role reads, and verify failing
-with clear messages on a port down, a port at the wrong rate and GPUDirect RDMA asked for without a driver.
+"""rdma_fabric on two simulated machines (HGX H100 8x NDR InfiniBand on Debian 12 with netplan, moved to
+systemd-networkd and back in a test; 4x L40S with two RoCE ports and an IPoIB link on Debian 13 with NetworkManager):
+the real state of the nodes after converge, each network tool's own reading of the interface files, the state file
+the nccl_tests role reads, and verify failing with clear messages on a port down, a port at the wrong rate and
+GPUDirect RDMA asked for without a driver.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 PACKAGES = ["rdma-core", "ibverbs-providers", "ibverbs-utils", "infiniband-diags", "perftest"]
 STATE = "/var/lib/gpuops/rdma_fabric/state.json"
@@ -37,20 +40,62 @@ def test_no_peermem_at_boot_when_gpudirect_is_off(host):
     assert not host.file("/etc/modules-load.d/gpuops-rdma-fabric.conf").exists
 
 
-def test_ipoib_interfaces_for_systemd_networkd(host):
+def test_ipoib_interfaces_for_netplan_rendered_by_netplan_itself(host):
     only_on(host, "h100")
-    first = host.file("/etc/systemd/network/60-gpuops-ibp26s0.network").content_string
-    assert "Name=ibp26s0\n" in first and "MTUBytes=4092\n" in first and "Address=10.10.0.11/16\n" in first
-    assert "[IPoIB]\nMode=datagram\n" in first
-    second = host.file("/etc/systemd/network/60-gpuops-ibp60s0.network").content_string
-    assert "MTUBytes=2044\n" in second
+    config = host.file("/etc/netplan/60-gpuops-rdma-fabric.yaml")
+    assert config.mode == 0o600
+    # netplan's own reading of the file, and the networkd files it rendered from it (netplan generate).
+    seen = yaml.safe_load(host.check_output("netplan get ethernets"))
+    assert seen["ibp26s0"]["mtu"] == 4092 and seen["ibp26s0"]["addresses"] == ["10.10.0.11/16"]
+    assert seen["ibp60s0"]["mtu"] == 2044
+    rendered = host.file("/run/systemd/network/10-netplan-ibp26s0.network").content_string
+    assert "Name=ibp26s0\n" in rendered and "Address=10.10.0.11/16\n" in rendered
+    assert "[IPoIB]\nMode=datagram\n" in rendered
     assert host.service("systemd-networkd").is_enabled
+    # No file of another tool.
+    assert host.run("ls /etc/systemd/network/60-gpuops-*").rc != 0
+
+
+def test_a_node_leaving_a_tool_loses_that_tools_files(host, stage_run):
+    """h100 given systemd-networkd for a run: its netplan file goes (and netplan renders without it), networkd files
+    come; then back to netplan."""
+    only_on(host, "h100")
+    try:
+        networkd = ["--limit", "h100", "-e", "rdma_fabric_network_tool=systemd-networkd"]
+        rc, output = stage_run(CONVERGE, "rdma_fabric_configure", networkd)
+        assert rc == 0, output[-3000:]
+        first = host.file("/etc/systemd/network/60-gpuops-ibp26s0.network").content_string
+        assert "Name=ibp26s0\n" in first and "MTUBytes=4092\n" in first and "Address=10.10.0.11/16\n" in first
+        assert "[IPoIB]\nMode=datagram\n" in first
+        assert "MTUBytes=2044\n" in host.file("/etc/systemd/network/60-gpuops-ibp60s0.network").content_string
+        assert not host.file("/etc/netplan/60-gpuops-rdma-fabric.yaml").exists
+        assert not host.file("/run/systemd/network/10-netplan-ibp26s0.network").exists
+    finally:
+        rc, output = stage_run(CONVERGE, "rdma_fabric_configure", ["--limit", "h100"])
+    assert rc == 0, output[-3000:]
+    assert host.run("ls /etc/systemd/network/60-gpuops-*").rc != 0
+    assert host.file("/run/systemd/network/10-netplan-ibp26s0.network").exists
+
+
+def test_connections_for_networkmanager_loaded_by_it(host):
+    only_on(host, "l40s")
+    for name in ("ens1np0", "ens2np0", "ibp13s0"):
+        assert host.file(f"/etc/NetworkManager/system-connections/gpuops-{name}.nmconnection").mode == 0o600
+    # NetworkManager's own reading of the keyfiles.
+    show = "nmcli --terse --get-values {} connection show gpuops-{}"
+    roce = "connection.type,connection.interface-name,802-3-ethernet.mtu,ipv4.method,ipv4.addresses"
+    assert host.check_output(show.format(roce, "ens1np0")).splitlines() == [
+        "802-3-ethernet", "ens1np0", "9000", "manual", "10.20.0.12/24"
+    ]  # fmt: skip
+    ipoib = "connection.type,infiniband.transport-mode,infiniband.mtu,ipv4.addresses"
+    assert host.check_output(show.format(ipoib, "ibp13s0")).splitlines() == [
+        "infiniband", "connected", "65520", "10.30.0.12/16"
+    ]  # fmt: skip
+    assert host.run("ls /etc/systemd/network/60-gpuops-* /etc/netplan/60-gpuops-*").rc != 0
 
 
 def test_roce_interfaces_and_their_qos_at_link_up(host):
     only_on(host, "l40s")
-    network = host.file("/etc/systemd/network/60-gpuops-ens1np0.network").content_string
-    assert "MTUBytes=9000\n" in network and "Address=10.20.0.12/24\n" in network and "[IPoIB]" not in network
     for name in ("ens1np0", "ens2np0"):
         unit = host.file(f"/etc/systemd/system/gpuops-roce-qos-{name}.service").content_string
         assert f"ExecStart=/usr/sbin/dcb app replace dev {name} dscp-prio 26:3\n" in unit
