@@ -151,3 +151,24 @@ def test_the_gate_judges_the_kept_measurements_without_running_them_again():
     assert f"all_reduce_perf: the benchmark exited with return code 1; {CUDA_ERROR}" in output
     gated = json.loads((Path(f"{REPORTS}-gate") / "h100-a.json").read_text())
     assert gated["runs"][0]["measured_at"] == report("h100-a")["runs"][0]["measured_at"]
+
+
+def test_a_node_whose_driver_sees_fewer_gpus_stops_in_preflight(host, stage_run, replay_fault):
+    """A GPU fallen off the bus (a real capture's GPU 3 removed, tests/fixtures/nvidia_smi): the stage stops before
+    building or running anything, naming the count and the fix."""
+    only_on(host, "h100-cuda-error")
+    capture = (
+        Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+        / "tests/fixtures/nvidia_smi/h100-sxm-x8-565-gpu3-missing.derived.xml"
+    )
+    # The whole play: a limit cutting the multi-node group is refused before the GPUs are read.
+    with replay_fault(host, "nvidia-smi", "-q -x", capture):
+        rc, output = stage_run(CONVERGE, "nccl_tests_preflight")
+    assert rc != 0
+    assert (
+        "h100-cuda-error: nvidia-smi sees 7 of the 8 GPUs of profile hgx_h100_8gpu: nccl-tests would fail with CUDA "
+        "errors. Fix: the driver stage (playbooks/driver.yml) and the hardware check (playbooks/hardware_check.yml) "
+        "first." in output
+    ), output[-3000:]
+    assert re.search(r"h100-cuda-error : ok=\d+ changed=0 unreachable=0 failed=1", output), output[-2000:]
+    assert re.search(r"h100-a : ok=\d+ changed=0 unreachable=0 failed=0", output), output[-2000:]
