@@ -13,7 +13,8 @@ real kubectl (get, delete of Nodes, in the tests) ask:
   (HMAC-SHA256 of the kubeconfig with the token's secret; the real one is a detached JWS, same key) for the tokens
   `kubeadm token create` (stand-in) keeps in tokens.json, expired ones left out.
 
-Plain HTTP, no authentication: the bench's network reaches nothing else. State lives in nodes.json.
+Plain HTTP, no authentication: the bench's network reaches nothing else. State lives in nodes.json; every change
+to a Node but kubelet's status reports is appended, with its time and body, to changes.jsonl.
 """
 
 import base64
@@ -29,6 +30,8 @@ from urllib.parse import parse_qs, urlsplit
 STATE = "/var/lib/gpuops-standin/apiserver"
 NODES = os.path.join(STATE, "nodes.json")
 TOKENS = os.path.join(STATE, "tokens.json")
+# Every change to a Node (create, patch, delete), with its time and body, for tests that check what was done when.
+CHANGES = os.path.join(STATE, "changes.jsonl")
 CA = "/etc/kubernetes/pki/ca.crt"
 VERSION = os.environ.get("KUBE_VERSION", "v1.31.4")
 ENDPOINT = os.environ.get("KUBE_ENDPOINT", "localhost:6443")
@@ -90,6 +93,11 @@ def merge(target, patch):
         else:
             out[key] = merge(out.get(key), value)
     return out
+
+
+def record(method, path, body):
+    with open(CHANGES, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"time": time.time(), "method": method, "path": path, "body": body}) + "\n")
 
 
 def status(code, reason, message):
@@ -164,6 +172,9 @@ class Handler(BaseHTTPRequestHandler):
             nodes = load(NODES, {})
             if name in nodes:
                 return self.send(409, status(409, "AlreadyExists", f'nodes "{name}" already exists'))
+            # As the real API server defaults them: clients read spec.unschedulable and status without checking.
+            node.setdefault("spec", {})
+            node.setdefault("status", {})
             node["metadata"].update(
                 uid=str(uuid.uuid4()),
                 resourceVersion=str(time.time_ns()),
@@ -171,6 +182,7 @@ class Handler(BaseHTTPRequestHandler):
             )
             nodes[name] = node
             save_nodes(nodes)
+            record("POST", self.path, {"metadata": {"name": name}})
         return self.send(201, node)
 
     def do_PATCH(self):
@@ -190,6 +202,9 @@ class Handler(BaseHTTPRequestHandler):
             node["metadata"]["resourceVersion"] = str(time.time_ns())
             nodes[parts[3]] = node
             save_nodes(nodes)
+            if len(parts) == 4:
+                # Not kubelet's status reports (every 10 s): only what clients change.
+                record("PATCH", urlsplit(self.path).path, patch)
         return self.send(200, node)
 
     def do_DELETE(self):
@@ -200,6 +215,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(404, status(404, "NotFound", f'nodes "{parts[-1]}" not found'))
             node = nodes.pop(parts[3])
             save_nodes(nodes)
+            record("DELETE", urlsplit(self.path).path, None)
         return self.send(200, node)
 
     def cluster_info(self):
