@@ -16,6 +16,7 @@ replaced by its SHA-256 (the record must not hold the secret it is checked for).
 """
 
 import base64
+import fcntl
 import hashlib
 import hmac
 import json
@@ -90,20 +91,25 @@ def token_create(args):
     secret = "".join(secrets.choice(alphabet) for _position in range(16))
     ttl = option(args, "--ttl", "24h0m0s")
     seconds = sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in re.findall(r"(\d+)([hms])", ttl))
-    tokens = {}
-    if os.path.exists(TOKENS):
-        with open(TOKENS, encoding="utf-8") as f:
-            tokens = json.load(f)
-    tokens[token_id] = {
-        "secret": secret,
-        "expires": time.time() + seconds if seconds else None,
-        "description": option(args, "--description", ""),
-    }
     os.makedirs(os.path.dirname(TOKENS), exist_ok=True)
-    with open(TOKENS + ".new", "w", encoding="utf-8") as f:
-        json.dump(tokens, f)
-    os.chmod(TOKENS + ".new", 0o600)
-    os.replace(TOKENS + ".new", TOKENS)
+    # Several nodes join at once, each creating its token here (the real kubeadm writes a Secret through the API
+    # server, which serializes them): one writer at a time, each with its own temporary file.
+    with open(TOKENS + ".lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        tokens = {}
+        if os.path.exists(TOKENS):
+            with open(TOKENS, encoding="utf-8") as f:
+                tokens = json.load(f)
+        tokens[token_id] = {
+            "secret": secret,
+            "expires": time.time() + seconds if seconds else None,
+            "description": option(args, "--description", ""),
+        }
+        new = f"{TOKENS}.{os.getpid()}"
+        with open(new, "w", encoding="utf-8") as f:
+            json.dump(tokens, f)
+        os.chmod(new, 0o600)
+        os.replace(new, TOKENS)
     with open(CA, "rb") as f:
         digest = ca_hash(f.read())
     record({"command": "token create", "args": args, "token_id": token_id, "ttl_seconds": seconds})
