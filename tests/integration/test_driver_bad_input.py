@@ -67,6 +67,13 @@ LOCAL_CASES = {
         {"nvidia_driver_source": "runfile"},
         ["value of nvidia_driver_source must be one of: distribution, cuda_repo, got: runfile"],
     ),
+    "kubeconfig_missing_on_the_controller": (
+        {"nvidia_driver_kubeconfig": "/nonexistent/admin.conf"},
+        [
+            'nvidia_driver_kubeconfig is "/nonexistent/admin.conf", which is not a file on the controller: the role '
+            "reaches the Kubernetes API (the Node, its labels, Ready, cordon and drain) from here."
+        ],
+    ),
     "drain_hook_missing": (
         {"nvidia_driver_drain": "hook"},
         ["nvidia_driver_drain is hook but nvidia_driver_drain_hook is empty. Fix: nvidia_driver_drain_hook: the path"],

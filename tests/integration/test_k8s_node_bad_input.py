@@ -106,8 +106,8 @@ CASES = {
     "kubeconfig_missing_on_the_controller": (
         {**VAULT, "k8s_node_kubeconfig": "/nonexistent/admin.conf"},
         [
-            'k8s_node_kubeconfig is "/nonexistent/admin.conf", which is not a file on the controller: the role reads '
-            "the Node, labels it and waits for Ready through the Kubernetes API from here."
+            'k8s_node_kubeconfig is "/nonexistent/admin.conf", which is not a file on the controller: the role '
+            "reaches the Kubernetes API (the Node, its labels, Ready, cordon and drain) from here."
         ],
     ),
 }
