@@ -58,9 +58,13 @@ DISTROS = {
     "debian12": "bookworm",
     "debian13": "trixie",
 }
-HOST_PACKAGES = ("podman", "runc", "debootstrap", "gnupg", "apt-utils", "openssh-client")
+# netavark and aardvark-dns are only Recommends of Debian 12's podman: without
+# them (apt --no-install-recommends) podman falls back to CNI, whose networks
+# have no DNS, and the nodes cannot find the mirror or each other by name.
+HOST_PACKAGES = ("podman", "runc", "netavark", "aardvark-dns", "debootstrap", "gnupg", "apt-utils", "openssh-client")
 # The two settings ../shared/ENVIRONMENT.md found necessary on this host:
-# runc (crun fails on hybrid cgroups) and ulimits within the host's limits.
+# runc (crun fails on hybrid cgroups) and ulimits within the host's limits;
+# and netavark named, since podman keeps CNI once a CNI network exists.
 PODMAN_DROPIN = Path("/etc/containers/containers.conf.d/50-gpuops-bench.conf")
 PODMAN_CONF = """\
 # Written by gpuops.bringup tests/bench/bench.py host.
@@ -70,6 +74,9 @@ default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
 [engine]
 runtime = "runc"
 cgroup_manager = "cgroupfs"
+
+[network]
+network_backend = "netavark"
 """
 
 
@@ -136,6 +143,11 @@ def _dpkg_installed(pkg: str) -> bool:
 
 
 def ensure_network() -> None:
+    inspect = podman("network", "inspect", "--format", "{{.DNSEnabled}}", NETWORK, check=False)
+    if inspect.returncode == 0 and inspect.stdout.strip() != "true":
+        # Made by an earlier bench without netavark: its containers go with it (the bench recreates them).
+        log(f"recreating podman network {NETWORK} with DNS")
+        podman("network", "rm", "--force", NETWORK)
     if podman("network", "exists", NETWORK, check=False).returncode != 0:
         podman("network", "create", "--label", f"{LABEL}=network", NETWORK)
         log(f"created podman network {NETWORK}")
