@@ -23,7 +23,8 @@ def _stage_run(playbook: Path, tags: str, extra: list[str] | None = None) -> tup
     return proc.returncode, " ".join((proc.stdout + proc.stderr).split()).replace("''", "'")
 
 
-@pytest.fixture
+# Session-wide: it keeps no state, and module fixtures drive whole stages with it.
+@pytest.fixture(scope="session")
 def stage_run():
     """Runs a playbook with tags (preflight runs with each phase) on the converged nodes, with more ansible-playbook
     arguments (a limit, extra vars, a second inventory): returns its status and its output on one line."""

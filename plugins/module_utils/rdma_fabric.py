@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import ipaddress
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt
+
 PEERMEM_SUFFIX = "-peermem"
+# The DOCA-Host installation profiles, meta-packages of every DOCA release's repository.
+DOCA_PROFILES = ("doca-ofed", "doca-roce", "doca-networking", "doca-all")
+DOCA_KERNEL_PACKAGE = "mlnx-ofed-kernel-dkms"
 
 
 def peermem_plan(stack, driver_module, kernels):
@@ -104,3 +109,34 @@ def roce_gid_index(gids, netdev=None):
         if mapped is not None and not mapped.is_unspecified:
             return entry["index"]
     return None
+
+
+def doca_plan(index, installed, profile, release, url, host):
+    """The version of the DOCA profile to install from a release's repository, or why there is none.
+
+    index: {name: [Debian versions]} the release's package index lists for the profiles and the kernel package;
+    installed: the profile's installed Debian version or None. A release directory carries one version of each
+    package; should it carry several, the installed one stays (no upgrade under a running fabric), else the newest.
+
+    Returns {"version": str or None, "problem": a sentence or None}.
+    """
+    offered = list(index.get(profile) or [])
+    where = f"the DOCA {release} repository ({url})"
+    if not offered:
+        carried = [name for name in DOCA_PROFILES if index.get(name)]
+        return {
+            "version": None,
+            "problem": f"{host}: rdma_fabric_doca_profile is {profile}, which {where} does not carry (it carries "
+            f"{', '.join(carried) or 'no DOCA-Host profile'}). Nothing was changed. Fix: "
+            + (f"rdma_fabric_doca_profile: {carried[0]}" if carried else "a DOCA release directory")
+            + ", or copy that profile into the mirror.",
+        }
+    if not index.get(DOCA_KERNEL_PACKAGE):
+        return {
+            "version": None,
+            "problem": f"{host}: {where} carries {profile} but not {DOCA_KERNEL_PACKAGE}, OFED's kernel modules: "
+            "it is not a complete DOCA-Host repository. Nothing was changed. Fix: mirror the whole release "
+            "directory.",
+        }
+    version = installed if installed in offered else apt.newest(offered)
+    return {"version": version, "problem": None}

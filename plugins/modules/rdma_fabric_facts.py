@@ -61,6 +61,16 @@ ansible_facts:
       description: Everything read.
       type: dict
       contains:
+        driver_dkms_version:
+          description: >-
+            The version DKMS holds the driver's module under (C(/var/lib/dkms/<driver_module>/<version>)), which a
+            rebuild names; null when DKMS has none.
+          type: str
+        ib_core:
+          description: >-
+            The loaded C(ib_core) - C(loaded) (in C(/proc/modules)) and C(version) (C(/sys/module/ib_core/version):
+            OFED's carry one, the kernel's own none).
+          type: dict
         driver_module:
           description: >-
             The NVIDIA driver's DKMS module name (C(nvidia-tesla-535), C(nvidia-current), C(nvidia)), from the module
@@ -97,7 +107,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import rdma_fabric
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, rdma_fabric
 from ansible_collections.gpuops.bringup.plugins.module_utils.rooted import RootedReader
 
 _KO = re.compile(r"^(?P<stem>.+)\.ko(?:\.(?:xz|zst|gz))?$")
@@ -173,8 +183,15 @@ def gather(reader, params):
     loaded = {line.split(" ", 1)[0] for line in (reader.read("/proc/modules") or "").splitlines() if line}
     plan["loaded"] = bool(plan["module"]) and plan["module"].replace("-", "_") in loaded
     gids = read_gids(reader)
+    versions = [name for name in reader.listdir(f"/var/lib/dkms/{module}") if name[:1].isdigit()] if module else []
     return {
         "driver_module": module,
+        # One version per DKMS module is what the driver role leaves; the newest should there be more.
+        "driver_dkms_version": apt.newest(versions),
+        "ib_core": {
+            "loaded": "ib_core" in loaded,
+            "version": (reader.read("/sys/module/ib_core/version") or "").strip() or None,
+        },
         "kernels": state,
         "peermem": plan,
         "netdevs": reader.listdir("/sys/class/net"),

@@ -2,19 +2,21 @@
 the fix.
 
 The machine running the tests is a Debian 12 VM without an NVIDIA driver or RDMA device: the variable cases, DOCA on
-an OS its release does not serve (Debian 12) and GPUDirect RDMA without a driver run there. One bench node with
-Ubuntu 24.04's os-release (an OS DOCA 3.1.0 serves) shows the stop before the DOCA install path, which is not built;
-one with Rocky Linux 9.3's the inbox stack refused off apt. Each case gives the node a hardware profile as the
-inventory would (gpuops_hardware).
+an OS its release does not serve (Debian 12 with DOCA 3.1.0) and GPUDirect RDMA without a driver run there. Bench
+nodes: one with Ubuntu 24.04's os-release shows DOCA's repository resolved for that OS (which the bench's mirror does
+not hold); one with Rocky Linux 9.3's the inbox stack refused off apt; a plain Debian 12 one meets the stand-in of
+DOCA 2.9.0's debian12.5 repository in the mirror with a wrong key pin and a profile it lacks. Each case gives the
+node a hardware profile as the inventory would (gpuops_hardware).
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
-from preflight_harness import assert_fails_with, assert_passes_unchanged, bench_nodes, run_local, run_preflight
+from preflight_harness import MIRROR, assert_fails_with, assert_passes_unchanged, bench_nodes, run_local, run_preflight
 
 PLAYBOOK = Path(__file__).with_name("rdma_fabric_preflight.yml")
 TAG = "rdma_fabric_preflight"
@@ -54,7 +56,10 @@ LOCAL_CASES = {
     ),
     "doca_release_without_table": (
         given(rdma_fabric_stack="doca", rdma_fabric_doca_version="2.0.0", rdma_fabric_doca_key_fingerprint=FINGERPRINT),
-        ['rdma_fabric_doca_version is "2.0.0", a DOCA release this collection has no table for. Fix: one of 3.1.0.'],
+        [
+            'rdma_fabric_doca_version is "2.0.0", a DOCA release this collection has no table for. Fix: one of '
+            "2.9.0, 3.1.0."
+        ],
     ),
     "doca_on_an_unsupported_os": (
         given(rdma_fabric_stack="doca", rdma_fabric_doca_key_fingerprint=FINGERPRINT),
@@ -149,7 +154,7 @@ ROCKY_OS_RELEASE = Path(__file__).resolve().parents[1] / "fixtures" / "os-releas
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    specs = [{"name": "ubuntu", "image": "debian12"}, {"name": "rocky", "image": "debian12"}]
+    specs = [{"name": name, "image": "debian12"} for name in ("ubuntu", "rocky", "debian")]
     with bench_nodes(tmp_path_factory, GROUP, specs) as started:
         started.ubuntu("ubuntu")
         # A real Rocky Linux 9.3 os-release (tests/fixtures/os-release, public) in place of Debian's.
@@ -174,15 +179,62 @@ def test_inbox_stack_on_a_dnf_system(tmp_path: Path, nodes: Path) -> None:
     )
 
 
-def test_doca_stops_before_the_install_path_that_is_not_built(tmp_path: Path, nodes: Path) -> None:
-    variables = given(rdma_fabric_stack="doca", rdma_fabric_doca_key_fingerprint=FINGERPRINT)
+DOCA = {"rdma_fabric_stack": "doca", "rdma_fabric_doca_version": "2.9.0", "gpuops_mirror_url": MIRROR}
+
+
+def bench_fingerprint() -> str:
+    """The key the bench signs its stand-in repositories with (production pins NVIDIA's)."""
+    mirror = Path(__file__).resolve().parents[2] / ".bench" / "mirror" / "mirror.json"
+    return json.loads(mirror.read_text())["local_repo_key_fingerprint"]
+
+
+def test_doca_reads_the_repository_of_the_nodes_os(tmp_path: Path, nodes: Path) -> None:
+    """Ubuntu 24.04 gets DOCA 2.9.0's ubuntu24.04 directory; the bench's mirror holds only debian12.5's."""
+    variables = given(**DOCA, rdma_fabric_doca_key_fingerprint=FINGERPRINT)
     proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit="ubuntu")
     assert_fails_with(
         proc,
         "ubuntu",
         [
-            "rdma_fabric_stack is doca: ubuntu's OS is one DOCA 3.1.0 serves, but this collection does not install "
-            "DOCA-OFED yet",
-            "Nothing was changed. Fix: rdma_fabric_stack: inbox.",
+            "could not download the repository's package index from "
+            f"{MIRROR}/linux.mellanox.com/public/repo/doca/2.9.0/ubuntu24.04/x86_64/Packages.gz: HTTP Error 404: Not "
+            "Found (status 404); check the URL and, with an offline mirror, that it holds this repository",
         ],
     )
+
+
+def test_doca_repository_key_other_than_the_pin(tmp_path: Path, nodes: Path) -> None:
+    variables = given(**DOCA, rdma_fabric_doca_key_fingerprint=FINGERPRINT)
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit="debian")
+    assert_fails_with(
+        proc,
+        "debian",
+        [
+            f"debian: the signing key {MIRROR}/linux.mellanox.com/public/repo/doca/GPG-KEY-Mellanox.pub holds "
+            f"{bench_fingerprint()} with SHA-256 ",
+            f"but rdma_fabric_doca_key_fingerprint is {FINGERPRINT}: refusing to trust it. Nothing was changed. Fix: "
+            "point gpuops_mirror_url at a mirror holding NVIDIA's key, or correct the pins.",
+        ],
+    )
+
+
+def test_doca_profile_the_release_lacks(tmp_path: Path, nodes: Path) -> None:
+    variables = given(**DOCA, rdma_fabric_doca_key_fingerprint=bench_fingerprint(), rdma_fabric_doca_profile="doca-all")
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit="debian")
+    assert_fails_with(
+        proc,
+        "debian",
+        [
+            "debian: rdma_fabric_doca_profile is doca-all, which the DOCA 2.9.0 repository "
+            f"({MIRROR}/linux.mellanox.com/public/repo/doca/2.9.0/debian12.5/x86_64/) does not carry (it carries "
+            "doca-ofed). Nothing was changed. Fix: rdma_fabric_doca_profile: doca-ofed, or copy that profile into the "
+            "mirror."
+        ],
+    )
+
+
+def test_doca_release_for_the_node_passes_preflight(tmp_path: Path, nodes: Path) -> None:
+    """The control: the same node with the right pin and a profile the release carries passes and changes nothing."""
+    variables = given(**DOCA, rdma_fabric_doca_key_fingerprint=bench_fingerprint())
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit="debian")
+    assert_passes_unchanged(proc, "debian")

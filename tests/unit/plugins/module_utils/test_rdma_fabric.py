@@ -103,3 +103,47 @@ MAPPED_2 = "0000:0000:0000:0000:0000:ffff:0a00:0101"
 )
 def test_roce_gid_index(gids, netdev, index):
     assert rdma_fabric.roce_gid_index(gids, netdev) == index
+
+
+URL = "https://linux.mellanox.com/public/repo/doca/2.9.0/debian12.5/x86_64/"
+KERNEL = {"mlnx-ofed-kernel-dkms": ["24.10.OFED.24.10.0.7.0.1-1"]}
+
+
+@pytest.mark.parametrize(
+    ("offered", "installed", "version"),
+    [
+        (["2.9.0-1"], None, "2.9.0-1"),
+        # Several versions (a respun release): the newest by dpkg's order, not the index's.
+        (["2.9.0-10", "2.9.0-9"], None, "2.9.0-10"),
+        # The installed one stays while the release carries it: no upgrade under a running fabric.
+        (["2.9.0-9", "2.9.0-10"], "2.9.0-9", "2.9.0-9"),
+        # One the release does not carry (another release's) is replaced by the release's.
+        (["2.9.0-1"], "3.1.0-1", "2.9.0-1"),
+    ],
+)
+def test_doca_plan_picks_the_release_version(offered, installed, version):
+    plan = rdma_fabric.doca_plan({"doca-ofed": offered, **KERNEL}, installed, "doca-ofed", "2.9.0", URL, "n1")
+    assert plan == {"version": version, "problem": None}
+
+
+def test_doca_plan_profile_missing_names_what_the_release_carries():
+    index = {"doca-ofed": ["2.9.0-1"], "doca-roce": [], **KERNEL}
+    plan = rdma_fabric.doca_plan(index, None, "doca-all", "2.9.0", URL, "n1")
+    assert plan["version"] is None
+    assert plan["problem"] == (
+        f"n1: rdma_fabric_doca_profile is doca-all, which the DOCA 2.9.0 repository ({URL}) does not carry (it "
+        "carries doca-ofed). Nothing was changed. Fix: rdma_fabric_doca_profile: doca-ofed, or copy that profile "
+        "into the mirror."
+    )
+
+
+def test_doca_plan_without_ofed_kernel_package():
+    plan = rdma_fabric.doca_plan({"doca-ofed": ["2.9.0-1"]}, None, "doca-ofed", "2.9.0", URL, "n1")
+    assert plan["version"] is None
+    assert "carries doca-ofed but not mlnx-ofed-kernel-dkms, OFED's kernel modules" in plan["problem"]
+
+
+def test_doca_plan_without_any_profile():
+    plan = rdma_fabric.doca_plan({}, None, "doca-ofed", "2.9.0", URL, "n1")
+    assert "(it carries no DOCA-Host profile)" in plan["problem"]
+    assert "Fix: a DOCA release directory, or copy that profile into the mirror." in plan["problem"]

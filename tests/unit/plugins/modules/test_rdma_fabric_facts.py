@@ -87,3 +87,21 @@ def test_roce_gid_index_per_port(tmp_path):
         touch(tmp_path, f"{base}/gid_attrs/types/{index}", kind + "\n")
     facts = rdma_fabric_facts.gather(RootedReader(str(tmp_path)), params(kernels=[]))
     assert facts["roce_gid_indexes"] == {"mlx5_0/1": 3}
+
+
+def test_dkms_version_and_kernels_ib_core(driver):
+    """The kernel's own ib_core loaded (no version file): a node that must reboot into OFED's."""
+    for name in ("535.274.02", "535.261.03", "kernel-6.1.0-28-amd64-x86_64", "source"):
+        (driver / "var" / "lib" / "dkms" / "nvidia-tesla-535" / name).mkdir(parents=True)
+    touch(driver, "/proc/modules", "ib_core 1 0 - Live 0x0\n")
+    facts = rdma_fabric_facts.gather(RootedReader(str(driver)), params())
+    assert facts["driver_dkms_version"] == "535.274.02"
+    assert facts["ib_core"] == {"loaded": True, "version": None}
+
+
+def test_ofed_ib_core_loaded(driver):
+    touch(driver, "/proc/modules", "ib_core 1 0 - Live 0x0\n")
+    touch(driver, "/sys/module/ib_core/version", "24.10-0.7.0\n")
+    facts = rdma_fabric_facts.gather(RootedReader(str(driver)), params(stack="doca"))
+    assert facts["driver_dkms_version"] is None
+    assert facts["ib_core"] == {"loaded": True, "version": "24.10-0.7.0"}
