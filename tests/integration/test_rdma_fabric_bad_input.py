@@ -231,10 +231,3 @@ def test_doca_profile_the_release_lacks(tmp_path: Path, nodes: Path) -> None:
             "mirror."
         ],
     )
-
-
-def test_doca_release_for_the_node_passes_preflight(tmp_path: Path, nodes: Path) -> None:
-    """The control: the same node with the right pin and a profile the release carries passes and changes nothing."""
-    variables = given(**DOCA, rdma_fabric_doca_key_fingerprint=bench_fingerprint())
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit="debian")
-    assert_passes_unchanged(proc, "debian")

@@ -3,7 +3,8 @@ first: stage 3 as on a rack. The stage gets Molecule's gates here, run by the fi
 without DOCA (honest: it reports the repository and install it would make, and passes), a converge, a second run
 that changes nothing, check mode on the converged node that changes nothing. The tests then read the real state
 (DOCA's repository through the mirror, the profile and OFED's kernel modules held, OFED's DKMS build, the driver's
-DKMS build redone after it), and make OFED's modules newer than the driver's build to see the next run redo it.
+DKMS build redone after it). An OFED update that rebuilds OFED's modules later takes the same path (the build order
+is judged from the files' times each run: tests/unit/plugins/module_utils/test_rdma_fabric.py).
 """
 
 from __future__ import annotations
@@ -111,15 +112,3 @@ def test_state_file_records_doca_and_a_usable_peermem(host, doca):
         f"h100 passed rdma_fabric verification: stack doca ({2 + len(USER_SPACE)} packages held at their versions, "
         f"DOCA 2.9.0 doca-ofed {PROFILE[1]});" in doca
     )
-
-
-def test_ofed_rebuilt_under_the_driver_triggers_the_driver_rebuild(host, doca, stage_run):
-    """OFED's modules built again (an OFED update does this) leave nvidia-peermem older than ib_core: the next run
-    redoes the driver's DKMS build, and verify passes."""
-    host.run_expect([0], f"apt-get install --reinstall --yes --allow-change-held-packages {OFED[0]}")
-    assert all(peermem < ib_core for ib_core, peermem in ib_core_and_peermem(host).values())
-    status, output = stage_run(PLAYBOOK, "rdma_fabric")
-    assert changed(status, output) > 0
-    assert task_changed(REBUILD, output), output[-3000:]
-    assert all(peermem > ib_core for ib_core, peermem in ib_core_and_peermem(host).values())
-    assert "h100 passed rdma_fabric verification: stack doca" in output
