@@ -20,8 +20,6 @@ import ipaddress
 from ansible_collections.gpuops.bringup.plugins.module_utils import apt
 
 PEERMEM_SUFFIX = "-peermem"
-# The DOCA-Host installation profiles, meta-packages of every DOCA release's repository.
-DOCA_PROFILES = ("doca-ofed", "doca-roce", "doca-networking", "doca-all")
 DOCA_KERNEL_PACKAGE = "mlnx-ofed-kernel-dkms"
 
 
@@ -114,7 +112,8 @@ def roce_gid_index(gids, netdev=None):
 def doca_plan(index, installed, profile, release, url, host):
     """The version of the DOCA profile to install from a release's repository, or why there is none.
 
-    index: {name: [Debian versions]} the release's package index lists for the profiles and the kernel package;
+    index: {name: [Debian versions]} the release's package index lists for the installation profiles (in the order
+    to suggest them) and the kernel package;
     installed: the profile's installed Debian version or None. A release directory carries one version of each
     package; should it carry several, the installed one stays (no upgrade under a running fabric), else the newest.
 
@@ -123,7 +122,7 @@ def doca_plan(index, installed, profile, release, url, host):
     offered = list(index.get(profile) or [])
     where = f"the DOCA {release} repository ({url})"
     if not offered:
-        carried = [name for name in DOCA_PROFILES if index.get(name)]
+        carried = [name for name, versions in index.items() if versions and name != DOCA_KERNEL_PACKAGE]
         return {
             "version": None,
             "problem": f"{host}: rdma_fabric_doca_profile is {profile}, which {where} does not carry (it carries "

@@ -188,46 +188,45 @@ def bench_fingerprint() -> str:
     return json.loads(mirror.read_text())["local_repo_key_fingerprint"]
 
 
-def test_doca_reads_the_repository_of_the_nodes_os(tmp_path: Path, nodes: Path) -> None:
-    """Ubuntu 24.04 gets DOCA 2.9.0's ubuntu24.04 directory; the bench's mirror holds only debian12.5's."""
-    variables = given(**DOCA, rdma_fabric_doca_key_fingerprint=FINGERPRINT)
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit="ubuntu")
-    assert_fails_with(
-        proc,
-        "ubuntu",
-        [
-            "could not download the repository's package index from "
-            f"{MIRROR}/linux.mellanox.com/public/repo/doca/2.9.0/ubuntu24.04/x86_64/Packages.gz: HTTP Error 404: Not "
-            "Found (status 404); check the URL and, with an offline mirror, that it holds this repository",
-        ],
-    )
+def doca_node_cases() -> dict:
+    """case: (node, variables, expected). ubuntu (Ubuntu 24.04) gets DOCA 2.9.0's ubuntu24.04 directory, which the
+    bench's mirror does not hold; debian (Debian 12) gets debian12.5, which it holds."""
+    bench = bench_fingerprint()
+    return {
+        "repository_of_the_nodes_os": (
+            "ubuntu",
+            {"rdma_fabric_doca_key_fingerprint": FINGERPRINT},
+            [
+                "could not download the repository's package index from "
+                f"{MIRROR}/linux.mellanox.com/public/repo/doca/2.9.0/ubuntu24.04/x86_64/Packages.gz: HTTP Error 404: "
+                "Not Found (status 404); check the URL and, with an offline mirror, that it holds this repository",
+            ],
+        ),
+        "key_other_than_the_pin": (
+            "debian",
+            {"rdma_fabric_doca_key_fingerprint": FINGERPRINT},
+            [
+                f"debian: the signing key {MIRROR}/linux.mellanox.com/public/repo/doca/GPG-KEY-Mellanox.pub holds "
+                f"{bench} with SHA-256 ",
+                f"but rdma_fabric_doca_key_fingerprint is {FINGERPRINT}: refusing to trust it. Nothing was changed. "
+                "Fix: point gpuops_mirror_url at a mirror holding NVIDIA's key, or correct the pins.",
+            ],
+        ),
+        "profile_the_release_lacks": (
+            "debian",
+            {"rdma_fabric_doca_key_fingerprint": bench, "rdma_fabric_doca_profile": "doca-all"},
+            [
+                "debian: rdma_fabric_doca_profile is doca-all, which the DOCA 2.9.0 repository "
+                f"({MIRROR}/linux.mellanox.com/public/repo/doca/2.9.0/debian12.5/x86_64/) does not carry (it carries "
+                "doca-ofed). Nothing was changed. Fix: rdma_fabric_doca_profile: doca-ofed, or copy that profile into "
+                "the mirror."
+            ],
+        ),
+    }
 
 
-def test_doca_repository_key_other_than_the_pin(tmp_path: Path, nodes: Path) -> None:
-    variables = given(**DOCA, rdma_fabric_doca_key_fingerprint=FINGERPRINT)
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit="debian")
-    assert_fails_with(
-        proc,
-        "debian",
-        [
-            f"debian: the signing key {MIRROR}/linux.mellanox.com/public/repo/doca/GPG-KEY-Mellanox.pub holds "
-            f"{bench_fingerprint()} with SHA-256 ",
-            f"but rdma_fabric_doca_key_fingerprint is {FINGERPRINT}: refusing to trust it. Nothing was changed. Fix: "
-            "point gpuops_mirror_url at a mirror holding NVIDIA's key, or correct the pins.",
-        ],
-    )
-
-
-def test_doca_profile_the_release_lacks(tmp_path: Path, nodes: Path) -> None:
-    variables = given(**DOCA, rdma_fabric_doca_key_fingerprint=bench_fingerprint(), rdma_fabric_doca_profile="doca-all")
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit="debian")
-    assert_fails_with(
-        proc,
-        "debian",
-        [
-            "debian: rdma_fabric_doca_profile is doca-all, which the DOCA 2.9.0 repository "
-            f"({MIRROR}/linux.mellanox.com/public/repo/doca/2.9.0/debian12.5/x86_64/) does not carry (it carries "
-            "doca-ofed). Nothing was changed. Fix: rdma_fabric_doca_profile: doca-ofed, or copy that profile into the "
-            "mirror."
-        ],
-    )
+@pytest.mark.parametrize("case", ["repository_of_the_nodes_os", "key_other_than_the_pin", "profile_the_release_lacks"])
+def test_doca_bad_input_on_a_node(tmp_path: Path, nodes: Path, case: str) -> None:
+    node, variables, expected = doca_node_cases()[case]
+    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], given(**DOCA, **variables), limit=node)
+    assert_fails_with(proc, node, expected)

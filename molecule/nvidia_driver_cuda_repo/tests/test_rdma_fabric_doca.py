@@ -112,3 +112,25 @@ def test_state_file_records_doca_and_a_usable_peermem(host, doca):
         f"h100 passed rdma_fabric verification: stack doca ({2 + len(USER_SPACE)} packages held at their versions, "
         f"DOCA 2.9.0 doca-ofed {PROFILE[1]});" in doca
     )
+
+
+def test_a_driver_rebuild_dkms_cannot_do_stops_and_a_rerun_recovers(host, doca, stage_run):
+    """OFED's modules newer than the driver's build (as after an OFED update) while DKMS has lost the driver's
+    source tree: the run stops naming it; with the tree back, the next run redoes the build and passes."""
+    host.run_expect([0], f"mv /var/lib/dkms/{DRIVER[0]} /root/dkms-{DRIVER[0]}")
+    try:
+        for kernel in image_kernels(host):
+            host.run_expect([0], f"touch /lib/modules/{kernel}/updates/dkms/ib_core.ko")
+        status, output = stage_run(PLAYBOOK, "rdma_fabric")
+        assert status != 0, output[-3000:]
+        assert (
+            f"h100: the driver's modules ({DRIVER[0]}) predate OFED's on {', '.join(image_kernels(host))}, but DKMS "
+            f"holds no version of {DRIVER[0]} under /var/lib/dkms to rebuild. Fix: reinstall the driver "
+            "(playbooks/driver.yml) now that DOCA-OFED is installed, then run again." in output
+        ), output[-3000:]
+    finally:
+        host.run_expect([0], f"mv /root/dkms-{DRIVER[0]} /var/lib/dkms/{DRIVER[0]}")
+    status, output = stage_run(PLAYBOOK, "rdma_fabric")
+    assert task_changed(REBUILD, output), output[-3000:]
+    assert changed(status, output) > 0
+    assert all(peermem > ib_core for ib_core, peermem in ib_core_and_peermem(host).values())
