@@ -1,8 +1,9 @@
-"""Every check CI runs, cheapest first, ending with one line: `N passed, N failed`.
+"""Every check CI runs, on two workers, ending with one line: `N passed, N failed`.
 
-Lint and sanity, unit tests, playbook-level tests (bad input, OS matrix),
-then every Molecule scenario. `make test` runs this after `make setup`;
-arguments are passed to pytest (e.g. `-k os_baseline`).
+Lint and sanity, unit tests, playbook-level tests (bad input, OS matrix) and
+every Molecule scenario; the scenarios start first, slowest first
+(tests/conftest.py). `make test` runs this after `make setup`; arguments are
+passed to pytest (e.g. `-k os_baseline`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,13 @@ def main(argv: list[str]) -> int:
             "--rootdir",
             str(ROOT),
             "-ra",
-            "--durations=15",
+            "--durations=40",
+            # Two workers, the CI machine's two cores: a scenario spends much of
+            # its time waiting on its nodes (SSH round trips, apt, systemd), so a
+            # second one beside it costs little (tests/conftest.py orders them).
+            "--numprocesses=2",
+            "--dist=loadgroup",
+            "--no-loadscope-reorder",
             *argv,
             *[str(ROOT / s) for s in SUITES],
         ],

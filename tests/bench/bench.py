@@ -133,6 +133,12 @@ def cmd_host(_args: argparse.Namespace) -> None:
         run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], env=env, capture=True)
     if write_if_changed(PODMAN_DROPIN, PODMAN_CONF):
         log(f"wrote {PODMAN_DROPIN}")
+    # Left by podman's CNI backend (before the drop-in named netavark): a bridge
+    # with the default network's subnet, whose route takes the image builds'
+    # traffic into a dead link.
+    if Path("/sys/class/net/cni-podman0").exists():
+        log("removing the CNI bridge cni-podman0")
+        run(["ip", "link", "delete", "cni-podman0"])
     ensure_network()
     ensure_ssh_key()
 
@@ -155,6 +161,13 @@ def ensure_network() -> None:
 
 def ssh_key() -> Path:
     return STATE / "ssh" / "id_ed25519"
+
+
+def ccache_dir() -> Path:
+    """The compiler cache every node shares (tests/bench/images/node.Containerfile)."""
+    path = STATE / "ccache"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def ensure_ssh_key() -> Path:
@@ -641,6 +654,8 @@ def start_node(group: str, spec: dict) -> dict:
             f"127.0.0.1:{spec.get('ssh_port', '')}:22",
             "--volume",
             f"{key}.pub:/root/.ssh/authorized_keys:ro",
+            "--volume",
+            f"{ccache_dir()}:/var/cache/bench-ccache",
             *sim_mounts,
             image,
         ]
