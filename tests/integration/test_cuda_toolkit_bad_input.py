@@ -118,6 +118,8 @@ NODES = {
 # NVIDIA's repository through the bench's mirror (whose stand-in is signed by the bench's key: bench_key() is added
 # where a case reads it).
 CUDA_REPO = {"cuda_toolkit_source": "cuda_repo", "gpuops_mirror_url": MIRROR}
+# The role's default pin: the fingerprint of NVIDIA's CUDA repository key.
+NVIDIA_KEY = "EB693B3035CD5710E231E123A4B469963BF863CC"
 STANDIN = "the mirror's copy of NVIDIA's CUDA repository (" + MIRROR + (
     "/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/)")  # fmt: skip
 
@@ -196,6 +198,18 @@ NODE_CASES = {
         dict(CUDA_REPO, cuda_toolkit_versions=["12.4"]),
         [f'bookworm: cuda_toolkit_versions names "12.4", but {STANDIN} carries no version of cuda-toolkit-12-4.'],
     ),
+    # The mirror serves the bench's key where NVIDIA's should be: with the role's default pin (NVIDIA's key), the
+    # repository is refused before any change, as a tampered or mistaken mirror would be.
+    "cuda_repo_signed_by_another_key": (
+        "bookworm",
+        dict(CUDA_REPO, cuda_toolkit_versions=["12.2"], cuda_toolkit_cuda_repo_key_fingerprint=NVIDIA_KEY),
+        [
+            "bookworm: the signing key http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/"
+            "debian12/x86_64/3bf863cc.pub holds ",
+            f"but cuda_toolkit_cuda_repo_key_fingerprint is {NVIDIA_KEY}: refusing to trust it. Nothing was changed. "
+            "Fix: point gpuops_mirror_url at a mirror holding NVIDIA's key, or correct the pins.",
+        ],
+    ),
     "cuda_repo_on_an_os_nvidia_does_not_serve": (
         "pop",
         dict(CUDA_REPO, cuda_toolkit_versions=["12.2"]),
@@ -210,11 +224,12 @@ NODE_CASES = {
 
 
 def bench_key(variables: dict) -> dict:
-    """The variables with the bench key's fingerprint pinned where they read NVIDIA's repository from the mirror."""
+    """The variables with the bench key's fingerprint pinned where they read NVIDIA's repository from the mirror,
+    unless the case pins a key itself."""
     if variables.get("gpuops_mirror_url") != MIRROR:
         return variables
     mirror = json.loads((ROOT / ".bench" / "mirror" / "mirror.json").read_text())
-    return dict(variables, cuda_toolkit_cuda_repo_key_fingerprint=mirror["local_repo_key_fingerprint"])
+    return {"cuda_toolkit_cuda_repo_key_fingerprint": mirror["local_repo_key_fingerprint"], **variables}
 
 
 @pytest.mark.parametrize("case", sorted(LOCAL_CASES))
