@@ -1,11 +1,14 @@
 """How `tests/run.py` spreads the checks over its pytest-xdist workers.
 
-Run with `--dist loadgroup --no-loadscope-reorder`, xdist hands out work units
-in collection order, one to each worker that runs dry. A Molecule scenario is a
-unit of its own (minutes each, slowest first, see tests/molecule); the other
-tests form one unit per module: an integration module starts its bench nodes
-once for all its tests, under names that two workers must not both create.
-The scenarios go first so that the last unit to finish is a short one.
+xdist hands out work units in collection order (`--no-loadscope-reorder`), one
+to each worker that runs dry. A Molecule scenario is a unit of its own (minutes
+each, slowest first, see tests/molecule); any other test module is one unit:
+an integration module starts its bench nodes once for all its tests, under
+names that two workers must not both create. The scenarios go first so that
+the last unit to finish is a short one.
+
+(xdist's own `--dist loadgroup` would do this with marks, but it renames the
+test ids through an attribute pytest 9 no longer reads.)
 """
 
 from __future__ import annotations
@@ -15,12 +18,20 @@ from pathlib import Path
 import pytest
 
 MOLECULE = Path(__file__).resolve().parent / "molecule"
+MOLECULE_TESTS = "tests/molecule/"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    scenarios = [item for item in items if item.path.parent == MOLECULE]
-    others = [item for item in items if item.path.parent != MOLECULE]
-    for item in others:
-        item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-    items[:] = scenarios + others
+    items.sort(key=lambda item: item.path.parent != MOLECULE)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneScenarioOrModulePerUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if nodeid.startswith(MOLECULE_TESTS) else nodeid.split("::", 1)[0]
+
+    return OneScenarioOrModulePerUnit(config, log)

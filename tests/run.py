@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
             # its time waiting on its nodes (SSH round trips, apt, systemd), so a
             # second one beside it costs little (tests/conftest.py orders them).
             "--numprocesses=2",
-            "--dist=loadgroup",
+            "--dist=loadscope",
             "--no-loadscope-reorder",
             *argv,
             *[str(ROOT / s) for s in SUITES],
