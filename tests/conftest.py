@@ -13,17 +13,15 @@ test ids through an attribute pytest 9 no longer reads.)
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-MOLECULE = Path(__file__).resolve().parent / "molecule"
+# Test ids are relative to the rootdir that tests/run.py names.
 MOLECULE_TESTS = "tests/molecule/"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.path.parent != MOLECULE)
+    items.sort(key=lambda item: not item.nodeid.startswith(MOLECULE_TESTS))
 
 
 @pytest.hookimpl(optionalhook=True)

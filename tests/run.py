@@ -41,9 +41,10 @@ def main(argv: list[str]) -> int:
             str(ROOT),
             "-ra",
             "--durations=40",
-            # Two workers, the CI machine's two cores: a scenario spends much of
-            # its time waiting on its nodes (SSH round trips, apt, systemd), so a
-            # second one beside it costs little (tests/conftest.py orders them).
+            # Two workers, the CI machine's two cores: a scenario waits on its
+            # nodes (SSH round trips, apt, systemd) for part of its time, which
+            # the other worker uses; the DKMS builds gain little, as both compile
+            # on the same cores (tests/conftest.py orders the units).
             "--numprocesses=2",
             "--dist=loadscope",
             "--no-loadscope-reorder",
