@@ -9,6 +9,9 @@ import os
 import subprocess
 from pathlib import Path
 
+# The GPU node; cp is the control plane test_upgrade.py drains it through.
+testinfra_hosts = ["h100"]
+
 VERSION = "550.144.03"
 DEBIAN_VERSION = VERSION + "-1"
 DKMS_MODULE = "nvidia-current"

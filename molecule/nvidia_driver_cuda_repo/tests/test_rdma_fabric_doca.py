@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+# The GPU node; cp is the control plane test_upgrade.py drains it through.
+testinfra_hosts = ["h100"]
+
 PROFILE = ("doca-ofed", "2.9.0-1")
 OFED = ("mlnx-ofed-kernel-dkms", "24.10.OFED.24.10.0.7.0.1-1")
 USER_SPACE = ["rdma-core", "ibverbs-providers", "ibverbs-utils", "infiniband-diags", "perftest"]
