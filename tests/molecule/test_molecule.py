@@ -12,11 +12,12 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "tests" / "output"
 # The order in which tests/run.py's two workers take the scenarios: the slowest
 # first, so that both finish together (a scenario not named here runs after
-# these), with one exception. nvidia_driver and nvidia_driver_dkms_failure both
-# build Debian 13's 535 driver with DKMS (minutes of compiling): the second
-# build comes from the bench's compiler cache (tests/bench/images/
-# node.Containerfile) only when the first has finished, so rdma_fabric (about
-# 7 min) goes before nvidia_driver_dkms_failure on the other worker.
+# these), with one exception. xdist starts each worker with two units, the
+# first and third of this list on one, the second and fourth on the other.
+# nvidia_driver and nvidia_driver_dkms_failure both build Debian 13's 535
+# driver with DKMS (minutes of compiling); the second build comes from the
+# bench's compiler cache (tests/bench/images/node.Containerfile) only once
+# the first has finished, so the two go one after the other on one worker.
 FIRST = [
     "nvidia_driver",
     "rdma_fabric",
