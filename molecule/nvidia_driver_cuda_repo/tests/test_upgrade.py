@@ -97,7 +97,7 @@ def test_the_node_was_drained_before_the_install_and_returned_after(host, cp, up
 
 
 def test_driver_and_fabric_manager_moved_together_and_are_held(host, upgrade):
-    output, _ = upgrade
+    output = upgrade[0]
     assert f"h100 passed nvidia_driver verification: driver {NEW} (NVIDIA's debian12 repository," in output
     assert f"fabric manager nvidia-fabricmanager-550 {NEW}-1 enabled," in output
     assert versions(host) == dict.fromkeys(PACKAGES, f"{NEW}-1")
