@@ -1,11 +1,12 @@
 """How `tests/run.py` spreads the checks over its pytest-xdist workers.
 
 xdist hands out work units in collection order (`--no-loadscope-reorder`): two
-to each worker at the start, then one to each worker that runs dry. A Molecule scenario is a unit of its own (minutes
-each, slowest first, see tests/molecule); any other test module is one unit:
-an integration module starts its bench nodes once for all its tests, under
-names that two workers must not both create. The scenarios go first so that
-the last unit to finish is a short one.
+to each worker at the start, then one to each worker that runs dry. A Molecule
+scenario is a unit of its own (minutes each, slowest first, see
+tests/molecule); any other test module is one unit: an integration module
+starts its bench nodes once for all its tests, under names that two workers
+must not both create. The scenarios go first so that the last unit to finish is
+a short one.
 
 (xdist's own `--dist loadgroup` would do this with marks, but it renames the
 test ids through an attribute pytest 9 no longer reads.)
