@@ -12,16 +12,13 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "tests" / "output"
 # The order in which tests/run.py's two workers take the scenarios: the slowest
 # first, so that both finish together (a scenario not named here runs after
-# these), with one exception. xdist starts each worker with two units, the
-# first and third of this list on one, the second and fourth on the other.
-# nvidia_driver and nvidia_driver_dkms_failure both build Debian 13's 535
-# driver with DKMS (minutes of compiling); the second build comes from the
-# bench's compiler cache (tests/bench/images/node.Containerfile) only once
-# the first has finished, so the two go one after the other on one worker.
+# these). xdist starts each worker with two units, the first and third of this
+# list on one, the second and fourth on the other; nvidia_driver, with its two
+# real DKMS builds (the failing open 550, then 535), is about a third of the
+# whole run's Molecule time.
 FIRST = [
     "nvidia_driver",
     "rdma_fabric",
-    "nvidia_driver_dkms_failure",
     "nccl_tests",
     "nvidia_driver_cuda_repo",
     "k8s_node",

@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-# The GPU node; cp is the control plane test_upgrade.py drains it through.
+# The HGX node; l40s is the PCIe node (test_pcie.py), cp the control plane test_upgrade.py drains h100 through.
 testinfra_hosts = ["h100"]
 
 VERSION = "550.144.03"
@@ -106,7 +106,7 @@ def test_persistenced_and_fabric_manager_are_enabled_and_not_left_failed(host):
 def test_verification_passes_at_the_pinned_version(host):
     proc = subprocess.run(
         ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(CONVERGE), "--tags",
-         "nvidia_driver_verify"],
+         "nvidia_driver_verify", "--limit", "h100"],
         capture_output=True, text=True, check=False,
         env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
     )  # fmt: skip

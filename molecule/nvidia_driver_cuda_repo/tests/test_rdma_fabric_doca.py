@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-# The GPU node; cp is the control plane test_upgrade.py drains it through.
+# The HGX node (DOCA is its stage 3 here); cp is the control plane test_upgrade.py drains it through, l40s the PCIe
+# node (test_pcie.py).
 testinfra_hosts = ["h100"]
+LIMIT = ["--limit", "h100"]
 
 PROFILE = ("doca-ofed", "2.9.0-1")
 OFED = ("mlnx-ofed-kernel-dkms", "24.10.OFED.24.10.0.7.0.1-1")
@@ -46,13 +48,13 @@ def changed(status, output):
 @pytest.fixture(scope="module")
 def doca(stage_run):
     """Stage 3 with DOCA, through Molecule's gates; returns the converge's output."""
-    status, output = stage_run(PLAYBOOK, "all", ["--check", "--diff"])
+    status, output = stage_run(PLAYBOOK, "all", [*LIMIT, "--check", "--diff"])
     assert changed(status, output) > 0
     assert task_changed("Add NVIDIA's DOCA repository", output), output[-3000:]
-    status, converge = stage_run(PLAYBOOK, "all")
+    status, converge = stage_run(PLAYBOOK, "all", LIMIT)
     assert changed(status, converge) > 0
-    assert changed(*stage_run(PLAYBOOK, "all")) == 0, "second run"
-    assert changed(*stage_run(PLAYBOOK, "all", ["--check", "--diff"])) == 0, "check mode on the converged node"
+    assert changed(*stage_run(PLAYBOOK, "all", LIMIT)) == 0, "second run"
+    assert changed(*stage_run(PLAYBOOK, "all", [*LIMIT, "--check", "--diff"])) == 0, "check mode on the converged node"
     return converge
 
 
@@ -124,7 +126,7 @@ def test_a_driver_rebuild_dkms_cannot_do_stops_and_a_rerun_recovers(host, doca, 
     try:
         for kernel in image_kernels(host):
             host.run_expect([0], f"touch /lib/modules/{kernel}/updates/dkms/ib_core.ko")
-        status, output = stage_run(PLAYBOOK, "rdma_fabric")
+        status, output = stage_run(PLAYBOOK, "rdma_fabric", LIMIT)
         assert status != 0, output[-3000:]
         assert (
             f"h100: the driver's modules ({DRIVER[0]}) predate OFED's on {', '.join(image_kernels(host))}, but DKMS "
@@ -133,7 +135,7 @@ def test_a_driver_rebuild_dkms_cannot_do_stops_and_a_rerun_recovers(host, doca, 
         ), output[-3000:]
     finally:
         host.run_expect([0], f"mv /root/dkms-{DRIVER[0]} /var/lib/dkms/{DRIVER[0]}")
-    status, output = stage_run(PLAYBOOK, "rdma_fabric")
+    status, output = stage_run(PLAYBOOK, "rdma_fabric", LIMIT)
     assert task_changed(REBUILD, output), output[-3000:]
     assert changed(status, output) > 0
     assert all(peermem > ib_core for ib_core, peermem in ib_core_and_peermem(host).values())

@@ -26,8 +26,10 @@ CONVERGE = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"
 KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
 # The stand-in API server's record of every change to a Node (tests/bench/kube_apiserver.py).
 CHANGES = "/var/lib/gpuops-standin/apiserver/changes.jsonl"
+# h100 only: the PCIe node (l40s) stays on the old version.
 UPGRADE = [
-    "-e", f"nvidia_driver_version={NEW}", "-e", "gpuops_serial=1", "-e", "nvidia_driver_drain=kubernetes",
+    "--limit", "h100", "-e", f"nvidia_driver_version={NEW}", "-e", "gpuops_serial=1",
+    "-e", "nvidia_driver_drain=kubernetes",
     "-e", f"nvidia_driver_kubeconfig={os.environ['MOLECULE_EPHEMERAL_DIRECTORY']}/admin.conf",
 ]  # fmt: skip
 RECAP = re.compile(r"h100\s*: ok=\d+\s+changed=(\d+)\s+unreachable=0\s+failed=0")
@@ -116,7 +118,7 @@ def test_dkms_holds_only_the_new_driver_build(host, upgrade):
 
 
 def test_a_second_run_finds_nothing_to_upgrade(upgrade, stage_run):
-    status, output = stage_run(CONVERGE, "all", ["-e", f"nvidia_driver_version={NEW}"])
+    status, output = stage_run(CONVERGE, "all", ["--limit", "h100", "-e", f"nvidia_driver_version={NEW}"])
     assert status == 0, output[-4000:]
     assert "upgrade from" not in output
     assert int(RECAP.search(output).group(1)) == 0, output[-3000:]
