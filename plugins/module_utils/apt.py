@@ -1,9 +1,10 @@
 # Copyright: gpuops.bringup contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure parsers and comparisons for apt: `apt-cache policy` output and Debian version strings.
+"""Pure parsers and comparisons for apt: `apt-cache policy` output, Debian version strings, and which of the apt
+module's names are still to install.
 
 Text in, data out, no I/O. Python 3.8 compatible: shipped to nodes with
-package_info, and imported on the controller by the driver filters.
+package_info, and imported on the controller by the driver and package filters.
 """
 
 from __future__ import annotations
@@ -149,3 +150,25 @@ def parse_packages_index(text, names):
         elif line.startswith("Version:"):
             version = line.split(":", 1)[1].strip()
     return wanted
+
+
+# An apt module name entry as the roles pass it: a package name, alone or with one exact version.
+_SPEC = re.compile(r"^(?P<name>[a-z0-9][a-z0-9+.-]*)(?:=(?P<version>[A-Za-z0-9.+~:-]+))?$")
+
+
+def pending(specs, packages):
+    """The specs apt still has to install, in their order: the apt module's names ("name" or "name=version").
+
+    packages: package_info's packages. A spec is done when dpkg has its package installed, not broken, and at exactly
+    the version it names (the apt module compares the strings too). Not done: a name package_info did not read, and
+    any other form apt takes (a wildcard, name:arch, name>=version): apt decides those.
+    """
+    left = []
+    for spec in specs:
+        match = _SPEC.match(spec)
+        entry = (packages.get(match.group("name")) or {}) if match else {}
+        installed = entry.get("installed")
+        wanted = match.group("version") if match else None
+        if not installed or entry.get("broken") or (wanted is not None and installed != wanted):
+            left.append(spec)
+    return left

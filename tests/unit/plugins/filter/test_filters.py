@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.bringup.plugins.filter import gpu, hardware, kernel, sources
+from ansible_collections.gpuops.bringup.plugins.filter import gpu, hardware, kernel, packages, sources
 from ansible_collections.gpuops.bringup.plugins.module_utils.osinfo import normalize_sysctl
 
 FILTER_DIR = Path(kernel.__file__).parent
 SOURCES = sources.FilterModule().filters()
 KERNEL = kernel.FilterModule().filters()
 GPU = gpu.FilterModule().filters()
+PACKAGES = packages.FilterModule().filters()
 SYS = Path(__file__).resolve().parents[3] / "fixtures" / "os" / "debian12" / "root" / "proc" / "sys"
 
 
@@ -23,7 +25,7 @@ def test_every_filter_has_its_documentation():
     for path in FILTER_DIR.glob("*.py"):
         plugin = importlib.import_module(f"ansible_collections.gpuops.bringup.plugins.filter.{path.stem}")
         every.update(plugin.FilterModule().filters())
-    assert {**SOURCES, **KERNEL, **GPU, **hardware.FilterModule().filters()}.keys() <= every.keys()
+    assert {**SOURCES, **KERNEL, **GPU, **PACKAGES, **hardware.FilterModule().filters()}.keys() <= every.keys()
     assert sorted(every) == sorted(p.stem for p in FILTER_DIR.glob("*.yml"))
 
 
@@ -130,3 +132,31 @@ def test_sysctl_drift(desired, drifted):
 def test_sysctl_drift_needs_two_mappings(desired, live):
     with pytest.raises(AnsibleFilterError, match="expects two mappings"):
         KERNEL["sysctl_drift"](desired, live)
+
+
+class TaggedStr(str):
+    """Stands in for the tagged str subclass Ansible hands a filter from a template."""
+
+
+def test_apt_pending_through_jinja_types():
+    read = {
+        "kubeadm": {"installed": "1.31.4-1.1", "held": True, "broken": False},
+        "kubelet": {"installed": "1.31.3-1.1", "held": True, "broken": False},
+    }
+    left = PACKAGES["apt_pending"]([TaggedStr("kubeadm=1.31.4-1.1"), TaggedStr("kubelet=1.31.4-1.1")], read)
+    assert left == ["kubelet=1.31.4-1.1"]
+    assert type(left[0]) is str
+
+
+@pytest.mark.parametrize(
+    ("specs", "read", "message"),
+    [
+        # The apt module takes a single name too; a string here would be read a character at a time.
+        ("containerd", {}, "gpuops.bringup.apt_pending needs the apt module's names (a list), got str"),
+        # An unset variable.
+        (["containerd"], None, "gpuops.bringup.apt_pending needs package_info's packages (a mapping), got NoneType"),
+    ],
+)
+def test_apt_pending_names_a_wrong_argument(specs, read, message):
+    with pytest.raises(AnsibleFilterError, match=rf"^{re.escape(message)}$"):
+        PACKAGES["apt_pending"](specs, read)

@@ -101,3 +101,55 @@ def test_compare_versions_agrees_with_dpkg(first, second, expected):
 def test_newest():
     assert apt.newest(["535.261.03-1", "535.309.01-0+deb12u1", "535.216.03-3~deb12u1"]) == "535.309.01-0+deb12u1"
     assert apt.newest([]) is None
+
+
+# package_info's packages as it reads a node with the 535 driver installed: the kernel module package at its version,
+# nvidia-smi at another, libcuda1 half-configured (a failed postinst), firmware not installed.
+PACKAGES = {
+    "nvidia-tesla-535-kernel-dkms": {"installed": TESLA, "held": True, "broken": False},
+    "nvidia-tesla-535-smi": {"installed": "535.216.03-3~deb12u1", "held": False, "broken": False},
+    "nvidia-tesla-535-libcuda1": {"installed": TESLA, "held": False, "broken": True},
+    "firmware-nvidia-gsp": {"installed": None, "held": False, "broken": False},
+    "procps": {"installed": "2:4.0.4-9", "held": False, "broken": False},
+}
+
+
+@pytest.mark.parametrize(
+    ("specs", "left"),
+    [
+        ([f"nvidia-tesla-535-kernel-dkms={TESLA}"], []),
+        ([f"nvidia-tesla-535-smi={TESLA}"], [f"nvidia-tesla-535-smi={TESLA}"]),
+        ([f"firmware-nvidia-gsp={TESLA}"], [f"firmware-nvidia-gsp={TESLA}"]),
+        # Installed at the pinned version, but dpkg left it broken: apt repairs it.
+        ([f"nvidia-tesla-535-libcuda1={TESLA}"], [f"nvidia-tesla-535-libcuda1={TESLA}"]),
+        # Not read: package_info says nothing about it.
+        (["kmod"], ["kmod"]),
+        # A bare name is done at any version.
+        (["procps"], []),
+        (["firmware-nvidia-gsp"], ["firmware-nvidia-gsp"]),
+        (["nvidia-tesla-535-libcuda1"], ["nvidia-tesla-535-libcuda1"]),
+        # The version as dpkg prints it, epoch included: the apt module compares the strings.
+        (["procps=4.0.4-9"], ["procps=4.0.4-9"]),
+        (["procps=2:4.0.4-9"], []),
+        # Forms the roles do not use are apt's to decide.
+        (["procps=2:4.0.4*"], ["procps=2:4.0.4*"]),
+        (["procps:amd64"], ["procps:amd64"]),
+        (["procps>=2:4.0.4-9"], ["procps>=2:4.0.4-9"]),
+        ([], []),
+    ],
+)
+def test_pending(specs, left):
+    assert apt.pending(specs, PACKAGES) == left
+
+
+def test_pending_keeps_the_order_it_was_given():
+    specs = [
+        "kmod",
+        f"nvidia-tesla-535-kernel-dkms={TESLA}",
+        f"nvidia-tesla-535-smi={TESLA}",
+        "procps",
+        f"firmware-nvidia-gsp={TESLA}",
+    ]
+    left = ["kmod", f"nvidia-tesla-535-smi={TESLA}", f"firmware-nvidia-gsp={TESLA}"]
+    assert apt.pending(specs, PACKAGES) == left
+    assert apt.pending(specs[::-1], PACKAGES) == left[::-1]
