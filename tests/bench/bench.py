@@ -163,9 +163,9 @@ def ssh_key() -> Path:
     return STATE / "ssh" / "id_ed25519"
 
 
-def ccache_dir() -> Path:
-    """The compiler cache every node shares (tests/bench/images/node.Containerfile)."""
-    path = STATE / "ccache"
+def cache_dir(name: str) -> Path:
+    """A cache every node shares: the kernel compiler's (ccache) or Python's (tests/bench/images/node.Containerfile)."""
+    path = STATE / name
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -205,7 +205,11 @@ def build_rootfs(name: str, suite: str) -> str:
 
 
 def build_image(ref: str, containerfile: Path, rootfs: str) -> None:
-    recipe = digest(containerfile.read_text(), rootfs, image_label(rootfs) or "")
+    # The files the Containerfile may COPY from its directory are part of the recipe.
+    context = [
+        p.read_text() for p in sorted(containerfile.parent.iterdir()) if p.is_file() and p.suffix != ".Containerfile"
+    ]
+    recipe = digest(containerfile.read_text(), *context, rootfs, image_label(rootfs) or "")
     if image_label(ref) == recipe:
         return
     log(f"building {ref}")
@@ -655,7 +659,9 @@ def start_node(group: str, spec: dict) -> dict:
             "--volume",
             f"{key}.pub:/root/.ssh/authorized_keys:ro",
             "--volume",
-            f"{ccache_dir()}:/var/cache/bench-ccache",
+            f"{cache_dir('ccache')}:/var/cache/bench-ccache",
+            "--volume",
+            f"{cache_dir('pycache')}:/var/cache/bench-pycache",
             *sim_mounts,
             image,
         ]
