@@ -59,6 +59,6 @@ def test_an_unreadable_entry_is_compiled_again(pycache, tmp_path, monkeypatch):
     import_from_zip(tmp_path, "task1", monkeypatch)
     (stored,) = (tmp_path / "cache").glob("*/*")
     stored.write_bytes(b"not marshal data")
-    _, module = import_from_zip(tmp_path, "task2", monkeypatch)
+    module = import_from_zip(tmp_path, "task2", monkeypatch)[1]
     assert module.outer()() == 42
     assert stored.read_bytes() != b"not marshal data"
