@@ -42,6 +42,13 @@ options:
     type: list
     elements: path
     default: []
+  package_names:
+    description:
+      - Packages whose state to report in C(packages.states), from the same package database query, in the shape the
+        C(gpuops.bringup.apt_pending) filter reads (a role's install step then needs no second read).
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -92,7 +99,9 @@ ansible_facts:
             C(held) (packages held or version-locked), C(broken) (half-installed or half-configured),
             C(source_files) (/etc/apt/sources.list and the files in sources.list.d, or the files in /etc/yum.repos.d),
             C(managed_source_files) (those of them written by this collection) and C(index_age_seconds) (since apt's
-            last successful update, from /var/lib/apt/periodic/update-success-stamp; null when unknown or on dnf).
+            last successful update, from /var/lib/apt/periodic/update-success-stamp; null when unknown or on dnf),
+            C(states) (for each of O(package_names): C(installed), its version, the newest of an rpm's, null when
+            not fully installed, and C(broken)).
           type: dict
         capabilities:
           description: >-
@@ -203,6 +212,15 @@ def read_packages(reader, family):
         held = osinfo.parse_versionlock(reader.read("/etc/dnf/plugins/versionlock.list", ""))
         return osinfo.parse_rpm_query(out), held, []
     return {}, [], []
+
+
+def package_states(names, installed, broken):
+    """The named packages' installed version (the newest of an rpm's; None when not fully installed) and brokenness."""
+    states = {}
+    for name in names:
+        version = installed.get(name)
+        states[name] = {"installed": version[-1] if isinstance(version, list) else version, "broken": name in broken}
+    return states
 
 
 def source_files(reader, family):
@@ -340,6 +358,7 @@ def gather(reader, params):
             "source_files": sources,
             "managed_source_files": managed_sources,
             "index_age_seconds": index_age(reader, identity["family"]),
+            "states": package_states(params["package_names"], installed, broken),
         },
         "capabilities": {
             "own_kernel": own_kernel,
@@ -375,6 +394,7 @@ def main():
             "units": {"type": "list", "elements": "str", "default": []},
             "grub_inputs": {"type": "list", "elements": "path", "default": []},
             "initramfs_inputs": {"type": "list", "elements": "path", "default": []},
+            "package_names": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )

@@ -110,6 +110,7 @@ def gather(tmp_path, command_table):
             "units": list(units),
             "grub_inputs": [],
             "initramfs_inputs": [],
+            "package_names": [],
             **params,
         }
         return os_facts.gather(reader, args), root, table
@@ -166,6 +167,7 @@ CASES = {
                 "source_files": ["/etc/apt/sources.list"],
                 "managed_source_files": [],
                 "index_age_seconds": None,
+                "states": {},
             },
             "capabilities": CONTAINER_CAPABILITIES,
             "boot.loader": "grub",
@@ -200,6 +202,7 @@ CASES = {
                 "source_files": ["/etc/apt/sources.list", "/etc/apt/sources.list.d/backports.list"],
                 "managed_source_files": [],
                 "index_age_seconds": None,
+                "states": {},
             },
             "kernel_modules": {
                 "br_netfilter": "absent",
@@ -224,6 +227,7 @@ CASES = {
                 "source_files": ["/etc/apt/sources.list", "/etc/apt/sources.list.d/gpuops-bench.sources"],
                 "managed_source_files": ["/etc/apt/sources.list.d/gpuops-bench.sources"],
                 "index_age_seconds": None,
+                "states": {},
             },
             "capabilities": CONTAINER_CAPABILITIES,
             "sysctl": BENCH_SYSCTL,
@@ -249,6 +253,7 @@ CASES = {
                 "source_files": [],
                 "managed_source_files": [],
                 "index_age_seconds": None,
+                "states": {},
             },
             "capabilities": {
                 "own_kernel": True,
@@ -288,6 +293,7 @@ CASES = {
                 "source_files": [],
                 "managed_source_files": [],
                 "index_age_seconds": None,
+                "states": {},
             },
             "boot.loader": "grubby",
             "boot.grub_config": "/boot/grub2/grub.cfg",
@@ -543,3 +549,20 @@ def test_index_age_comes_from_apt_s_update_stamp(gather):
 
     facts, _root, _table = gather("debian12", prepare=prepare, now=1_000_000 + 4000)
     assert facts["packages"]["index_age_seconds"] == 4000
+
+
+def test_named_package_states_for_apt_pending(gather):
+    names = ["openssh-server", "linux-image-amd64", "gpuops-fixture-broken", "not-a-package"]
+    facts, _root, _table = gather("debian12-drift", package_names=names)
+    assert facts["packages"]["states"] == {
+        "openssh-server": {"installed": "1:9.2p1-2+deb12u10", "broken": False},
+        "linux-image-amd64": {"installed": "6.12.95-1~bpo12+1", "broken": False},
+        # Half-configured: dpkg has it, but not installed.
+        "gpuops-fixture-broken": {"installed": None, "broken": True},
+        "not-a-package": {"installed": None, "broken": False},
+    }
+
+
+def test_named_package_states_of_an_rpm_node_take_the_newest_version(gather):
+    facts, _root, _table = gather("almalinux9-drift", package_names=["kernel"])
+    assert facts["packages"]["states"] == {"kernel": {"installed": "5.14.0-503.34.1.el9_5.x86_64", "broken": False}}
