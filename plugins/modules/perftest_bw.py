@@ -13,7 +13,8 @@ description:
   - Runs C(ib_write_bw) as the server (without O(server)) or as the client of a server (with O(server)), always with
     C(--report_gbits), and returns the results table and the average bandwidth of the run.
   - Uses GPU memory (GPUDirect RDMA, C(--use_cuda)) when O(gpu) is set and this perftest was built with CUDA; the
-    result says whether it did. Debian's perftest is built without.
+    result says whether it did. Debian's perftest is built without. With O(require_gpudirect), a perftest without
+    CUDA does not run at all (host memory would measure something else): the result says why.
   - A run that cannot start (no RDMA device, no server listening) is returned with its messages, not failed, so the
     caller can say what it means; the module fails only when ib_write_bw is not installed.
   - Changes nothing on the host but sends traffic over the fabric, so it does not run in check mode.
@@ -44,6 +45,10 @@ options:
   gpu:
     description: The CUDA device whose memory to use, when this perftest supports CUDA.
     type: int
+  require_gpudirect:
+    description: Run only with GPU memory; needs O(gpu).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -79,11 +84,12 @@ ok:
   returned: always
   type: bool
 exit_code:
-  description: ib_write_bw's exit status (not C(rc), which Ansible would read as this module failing).
+  description: ib_write_bw's exit status (not C(rc), which Ansible would read as this module failing); null when it
+    was not run (O(require_gpudirect) without CUDA).
   returned: always
   type: int
 cmd:
-  description: The command run.
+  description: The command run; empty when none was.
   returned: always
   type: list
   elements: str
@@ -109,6 +115,10 @@ gpudirect:
   description: Whether GPU memory was used (O(gpu) set and this perftest supports CUDA).
   returned: always
   type: bool
+cuda_support:
+  description: Whether this perftest was built with CUDA (its C(--help) offers C(--use_cuda)); null without O(gpu).
+  returned: always
+  type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -117,12 +127,18 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import perftest
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 from ansible_collections.gpuops.bringup.plugins.module_utils.infiniband import AnyReturnCode
 
+NO_CUDA = "this perftest was built without CUDA (ib_write_bw --help offers no --use_cuda): it cannot use GPU memory"
+
 
 def run(tool, params):
-    gpudirect = False
+    cuda = None
     if params["gpu"] is not None:
         _rc, out, err = tool(["--help"], ok_rc=AnyReturnCode())
-        gpudirect = perftest.supports_cuda(out + err)
+        cuda = perftest.supports_cuda(out + err)
+    gpudirect = bool(cuda)
+    if params["require_gpudirect"] and not gpudirect:
+        return {"ok": False, "exit_code": None, "cmd": [], "average_gbps": None, "rows": [], "link_type": "",
+                "messages": [NO_CUDA], "gpudirect": False, "cuda_support": cuda}  # fmt: skip
     argv = perftest.write_bw_argv(
         params["device"],
         params["duration"],
@@ -143,6 +159,7 @@ def run(tool, params):
         "link_type": parsed["link_type"],
         "messages": parsed["messages"],
         "gpudirect": gpudirect,
+        "cuda_support": cuda,
     }
 
 
@@ -156,7 +173,9 @@ def main():
             "size": {"type": "int", "default": 65536},
             "gid_index": {"type": "int"},
             "gpu": {"type": "int"},
+            "require_gpudirect": {"type": "bool", "default": False},
         },
+        required_if=[("require_gpudirect", True, ("gpu",))],
         supports_check_mode=False,
     )
     module.exit_json(changed=False, **run(ToolRunner(module, "ib_write_bw"), module.params))

@@ -17,7 +17,6 @@ from preflight_harness import assert_fails_with, run_preflight
 
 PLAYBOOK = Path(__file__).with_name("nccl_tests_preflight.yml")
 TAG = "nccl_tests_preflight"
-CHECKSUM = "sha256:" + "0" * 64
 H100 = {
     "profile": "hgx_h100_8gpu",
     "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8},
@@ -51,8 +50,7 @@ CASES = {
     "source_not_pinned": (
         {"nccl_tests_source_checksum": ""},
         ["nccl_tests_source_checksum is '': the nccl-tests source https://github.com/NVIDIA/nccl-tests/archive/"
-         "1292b25553bd0384f2faa2965f9d82b99797a348.tar.gz must be verified. Fix: nccl_tests_source_checksum: "
-         "sha256:<64 hex digits>"],
+         "v2.16.3.tar.gz must be verified. Fix: nccl_tests_source_checksum: sha256:<64 hex digits>"],
     ),
     "benchmark_unknown": (
         {"nccl_tests_benchmarks": ["all_reduce_perf", "sendrecv_perf"]},
@@ -73,7 +71,8 @@ CASES = {
         ["localhost's hardware profile 'cpu_node' has no GPU (gpuops_hardware.gpu.count is 0): nccl-tests needs "
          "GPUs. Fix: run the nccl_tests stage on GPU nodes only."],
     ),
-    # The control: valid variables pass; the first check of the node stops at this machine's OS.
+    # The control: the role's defaults (its nccl-tests tarball and checksum included) and the hardware profile pass;
+    # the first check of the node stops at this machine's OS.
     "valid_variables_on_an_unsupported_os": (
         {},
         ["nccl_tests supports Debian 13, whose contrib component carries libnccl2 and libnccl-dev 2.22.3-1-1 and "
@@ -89,6 +88,7 @@ def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
     groups = {"hgx_h100_8gpu": {"hosts": {"localhost": {}}}, "lonely": {"hosts": {"localhost": {}}}}
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     inventory.write_text(yaml.safe_dump({"all": {"children": groups, "vars": local}}))
-    defaults = {"gpuops_hardware": H100, "nccl_tests_source_checksum": CHECKSUM}
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(inventory)], {**defaults, **variables})
+    proc = run_preflight(
+        PLAYBOOK, TAG, tmp_path, ["--inventory", str(inventory)], {"gpuops_hardware": H100, **variables}
+    )
     assert_fails_with(proc, "localhost", expected)

@@ -114,6 +114,24 @@ LOCAL_CASES = {
         given(NDR, rdma_fabric_perftest_peer="gpu-node-99"),
         ['rdma_fabric_perftest_peer is "gpu-node-99": not a host of this play. Nothing was changed.'],
     ),
+    # A storage node's profile: fabric, no GPU. The check comes before the peer's (which is not in this play).
+    "perftest_gpudirect_required_without_gpus": (
+        given(
+            dict(NDR, profile="storage_ndr", gpu={"count": 0}),
+            rdma_fabric_perftest_peer="gpu-node-99",
+            rdma_fabric_perftest_gpudirect="required",
+        ),
+        [
+            "rdma_fabric_perftest_gpudirect is required but the hardware profile of localhost (storage_ndr) has no GPU "
+            "(gpuops_hardware.gpu.count is 0): there is no GPU memory to measure with. Nothing was changed. Fix: a "
+            "peer and a node of GPU profiles, or rdma_fabric_perftest_gpudirect: auto (host memory there, named in "
+            "the result)."
+        ],
+    ),
+    "perftest_gpudirect_unknown": (
+        given(NDR, rdma_fabric_perftest_peer="gpu-node-99", rdma_fabric_perftest_gpudirect="yes"),
+        ["value of rdma_fabric_perftest_gpudirect must be one of: auto, required, off, got: yes"],
+    ),
     "stack_unknown": (
         given(rdma_fabric_stack="mlnx_ofed"),
         ["value of rdma_fabric_stack must be one of: inbox, doca, none, got: mlnx_ofed"],

@@ -178,10 +178,23 @@ def test_bandwidth_peer_on_another_link_layer_stops_in_preflight(host, tmp_path,
     ), output[-3000:]
 
 
-def test_bandwidth_check_runs_ib_write_bw_and_says_why_it_could_not(host, tmp_path, stage_run):
+NO_CUDA = "this perftest was built without CUDA (ib_write_bw --help offers no --use_cuda): it cannot use GPU memory"
+# What verify says of the run, per rdma_fabric_perftest_gpudirect: auto runs Debian's real perftest on both ends (no
+# RDMA device in a container); required asks each end's real ib_write_bw --help first and runs neither.
+BANDWIDTH_FAILURE = {
+    "auto": "l40s failed rdma_fabric verification: ib_write_bw l40s (mlx5_0) -> h100 could not run (exit 1): Did not "
+    "detect devices If device exists, check if driver is up Unable to find the Infiniband/RoCE device; the server on "
+    "h100: Did not detect devices",
+    "required": f"l40s failed rdma_fabric verification: ib_write_bw l40s (mlx5_0) -> h100 could not run: {NO_CUDA}; "
+    f"the server on h100: {NO_CUDA}",
+}
+
+
+@pytest.mark.parametrize("gpudirect", sorted(BANDWIDTH_FAILURE))
+def test_bandwidth_check_runs_ib_write_bw_and_says_why_it_could_not(host, tmp_path, stage_run, gpudirect):
     """l40s measures against h100, given the L40S profile for the length of the run (a second inventory: host
     variables beat the profile's group variables), so that h100's one Ethernet port (the BlueField-3 bond of its
-    capture) serves. Real perftest on both ends finds no RDMA device in a container; verify fails saying so, for the
+    capture) serves. Both profiles have GPUs, so both ends are asked for GPU memory. Verify fails saying why for the
     client and the server. (h100 fails its own port check under that profile.)"""
     only_on(host, "l40s")
     l40s = {"profile": "pcie_l40s_4gpu", "description": "as l40s", "gpu": {"model": "NVIDIA L40S",
@@ -190,12 +203,9 @@ def test_bandwidth_check_runs_ib_write_bw_and_says_why_it_could_not(host, tmp_pa
     extra = tmp_path / "perftest.yml"
     # As converge.yml sets it: no driver is built in this scenario.
     extra.write_text(json.dumps({"all": {"vars": {"rdma_fabric_peermem": False},
-                                         "hosts": {"l40s": {"rdma_fabric_perftest_peer": "h100"},
+                                         "hosts": {"l40s": {"rdma_fabric_perftest_peer": "h100",
+                                                            "rdma_fabric_perftest_gpudirect": gpudirect},
                                                    "h100": {"gpuops_hardware": l40s}}}}))  # fmt: skip
     rc, output = stage_run(ROLE_ONLY, "rdma_fabric_verify", ["-i", str(extra)])
     assert rc != 0
-    assert (
-        "l40s failed rdma_fabric verification: ib_write_bw l40s (mlx5_0) -> h100 could not run (exit 1): Did not "
-        "detect devices If device exists, check if driver is up Unable to find the Infiniband/RoCE device; the "
-        "server on h100: Did not detect devices" in output
-    ), output[-4000:]
+    assert BANDWIDTH_FAILURE[gpudirect] in output, output[-4000:]

@@ -26,7 +26,7 @@ class Tool:
 
 def params(**changes):
     return {"device": "mlx5_0", "server": None, "port": 18515, "duration": 5, "size": 65536, "gid_index": None,
-            "gpu": None, **changes}  # fmt: skip
+            "gpu": None, "require_gpudirect": False, **changes}  # fmt: skip
 
 
 def test_no_device_is_returned_not_failed():
@@ -41,5 +41,29 @@ def test_gpudirect_only_where_perftest_has_cuda(help_text, gpudirect):
     tool = Tool({"--help": (0, help_text, ""), "run": (0, RESULT, "")})
     result = perftest_bw.run(tool, params(gpu=0))
     assert result["ok"] is True and result["average_gbps"] == 0.48
-    assert result["gpudirect"] is gpudirect
+    assert result["gpudirect"] is gpudirect and result["cuda_support"] is gpudirect
     assert ("--use_cuda=0" in tool.calls[-1]) is gpudirect
+
+
+def test_without_a_gpu_perftest_is_not_asked_about_cuda():
+    tool = Tool({"run": (0, RESULT, "")})
+    result = perftest_bw.run(tool, params())
+    assert result["gpudirect"] is False and result["cuda_support"] is None
+    assert tool.calls == [result["cmd"][1:]]
+
+
+def test_required_gpudirect_without_cuda_runs_nothing_and_says_why():
+    tool = Tool({"--help": (0, "--report_gbits", ""), "run": (0, RESULT, "")})
+    result = perftest_bw.run(tool, params(gpu=0, require_gpudirect=True))
+    assert tool.calls == [["--help"]]
+    assert result["ok"] is False and result["exit_code"] is None and result["cmd"] == []
+    assert result["messages"] == [
+        "this perftest was built without CUDA (ib_write_bw --help offers no --use_cuda): it cannot use GPU memory"
+    ]
+
+
+def test_required_gpudirect_with_cuda_runs_on_gpu_memory():
+    tool = Tool({"--help": (0, "--use_cuda=<id>", ""), "run": (0, RESULT, "")})
+    result = perftest_bw.run(tool, params(gpu=1, require_gpudirect=True))
+    assert result["ok"] is True and result["gpudirect"] is True
+    assert "--use_cuda=1" in tool.calls[-1]
