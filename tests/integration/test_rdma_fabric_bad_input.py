@@ -130,7 +130,7 @@ LOCAL_CASES = {
     ),
     "perftest_gpudirect_unknown": (
         given(NDR, rdma_fabric_perftest_peer="gpu-node-99", rdma_fabric_perftest_gpudirect="yes"),
-        ["value of rdma_fabric_perftest_gpudirect must be one of: auto, required, off, got: yes"],
+        ["value of rdma_fabric_perftest_gpudirect must be one of: auto, required, host, got: yes"],
     ),
     "stack_unknown": (
         given(rdma_fabric_stack="mlnx_ofed"),
