@@ -14,7 +14,7 @@ description:
     C(--report_gbits), and returns the results table and the average bandwidth of the run.
   - Uses GPU memory (GPUDirect RDMA, C(--use_cuda)) when O(gpu) is set and this perftest was built with CUDA; the
     result says whether it did. Debian's perftest is built without. With O(require_gpudirect), a perftest without
-    CUDA does not run at all (host memory would measure something else): the result says why.
+    CUDA does not run at all (host memory would measure something else), and the result says why.
   - A run that cannot start (no RDMA device, no server listening) is returned with its messages, not failed, so the
     caller can say what it means; the module fails only when ib_write_bw is not installed.
   - Changes nothing on the host but sends traffic over the fabric, so it does not run in check mode.
