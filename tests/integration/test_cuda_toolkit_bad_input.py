@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -243,15 +244,19 @@ def nodes(tmp_path_factory):
     """Bench nodes for the cases that need an OS, package sources or a driver; yields the inventory file."""
     specs = [{"name": name, "image": image} for name, (image, _packages) in NODES.items()]
     with bench_nodes(tmp_path_factory, GROUP, specs) as started:
-        for node, (image, packages) in NODES.items():
-            if packages is None:
-                continue
+
+        def prepare(node: str) -> None:
+            image, packages = NODES[node]
             # What stage 1 leaves behind, then the driver userland alone, as the driver role leaves it.
             started.debian_sources(node, "trixie" if image == "debian13" else "bookworm")
             started.sh(node, "apt-get update -qq")
             if packages:
                 started.sh(node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
                                  + " ".join(packages))  # fmt: skip
+
+        # All at once: on a fresh machine the downloads through the mirror wait on the network, not on the CPU.
+        with ThreadPoolExecutor() as pool:
+            list(pool.map(prepare, [node for node, (_image, packages) in NODES.items() if packages is not None]))
         started.ubuntu("ubuntu")
         started.sh("pop", "rm -f /etc/os-release")
         subprocess.run(["podman", "cp", str(RELEASES / "pop-22.04"), f"{started.containers['pop']}:/etc/os-release"],
