@@ -137,18 +137,19 @@ def run(tool, params):
         cuda = perftest.supports_cuda(out + err)
     gpudirect = bool(cuda)
     if params["require_gpudirect"] and not gpudirect:
-        return {"ok": False, "exit_code": None, "cmd": [], "average_gbps": None, "rows": [], "link_type": "",
-                "messages": [NO_CUDA], "gpudirect": False, "cuda_support": cuda}  # fmt: skip
-    argv = perftest.write_bw_argv(
-        params["device"],
-        params["duration"],
-        params["size"],
-        params["port"],
-        gid_index=params["gid_index"],
-        use_cuda=params["gpu"] if gpudirect else None,
-        server=params["server"],
-    )
-    rc, out, err = tool(argv[1:], ok_rc=AnyReturnCode())
+        # Not run: host memory would measure something else. Reported as a run that could not start.
+        argv, rc, out, err = [], None, "", NO_CUDA
+    else:
+        argv = perftest.write_bw_argv(
+            params["device"],
+            params["duration"],
+            params["size"],
+            params["port"],
+            gid_index=params["gid_index"],
+            use_cuda=params["gpu"] if gpudirect else None,
+            server=params["server"],
+        )
+        rc, out, err = tool(argv[1:], ok_rc=AnyReturnCode())
     parsed = perftest.parse_write_bw(out, err)
     return {
         "ok": rc == 0 and bool(parsed["rows"]),
