@@ -64,12 +64,96 @@ def assert_fails_with(proc: subprocess.CompletedProcess, host: str, expected: li
     assert re.search(rf"{host}\s*: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1", proc.stdout), proc.stdout[-2000:]
 
 
-def assert_passes_unchanged(proc: subprocess.CompletedProcess, host: str) -> str:
-    """The control case: the play passes with changed=0; returns the unfolded output for further checks."""
-    output = unfold(proc.stdout + proc.stderr)
-    assert proc.returncode == 0, output[-3000:]
-    assert re.search(rf"{host}\s*: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0", proc.stdout), proc.stdout[-2000:]
-    return output
+class CaseRun:
+    """One ansible-playbook --check run for many cases at once, each case an inventory host of its own.
+
+    A run costs seconds of controller CPU before its first task (Python, the collection, the roles' argument specs);
+    one run per case spent most of the integration suite's time there. A case's host carries the case's variables as
+    host variables (above group variables and role defaults, as extra variables were) and the connection of the node
+    it stands for: the machine running the tests, or a bench node, which several cases then share. Hosts do not see
+    each other's facts or variables, so the cases stay independent; the JSON callback gives each host's results
+    apart. Messages name the host: expected texts say {host} where they name it.
+    """
+
+    def __init__(self, playbook: Path, tag: str, tmp_path: Path, hosts: dict[str, dict]):
+        inventory = tmp_path / "cases.json"
+        inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
+        proc = subprocess.run(
+            ["ansible-playbook", "--inventory", str(inventory), "--check", "--tags", tag, str(playbook)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_NOCOLOR": "1"},
+        )
+        self.stderr = proc.stderr
+        try:
+            self.result = json.loads(proc.stdout)
+        except json.JSONDecodeError as error:
+            output = (proc.stdout + proc.stderr)[-3000:]
+            raise AssertionError(f"no JSON from ansible-playbook ({error}):\n{output}") from error
+
+    def text(self, host: str) -> str:
+        """Every message the host's tasks returned, unfolded, in order."""
+        found: list[str] = []
+
+        def collect(value) -> None:
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if key in ("msg", "warnings") and isinstance(item, str):
+                        found.append(item)
+                    elif key == "warnings" and isinstance(item, list):
+                        found.extend(str(w) for w in item)
+                    else:
+                        collect(item)
+            elif isinstance(value, list):
+                for item in value:
+                    collect(item)
+
+        for play in self.result["plays"]:
+            for task in play["tasks"]:
+                collect(task["hosts"].get(host, {}))
+        return unfold(" ".join(found))
+
+    def failures(self, host: str) -> str:
+        """The host's failed results, whole: what an assertion shows when the expected text is missing."""
+        failed = [
+            {"task": task["task"]["name"], **result}
+            for play in self.result["plays"]
+            for task in play["tasks"]
+            if (result := task["hosts"].get(host, {})).get("failed")
+        ]
+        return json.dumps(failed, indent=1)[-4000:]
+
+    def assert_fails_with(self, host: str, expected: list[str]) -> None:
+        """The host failed (once, nothing changed) with every expected text."""
+        output = self.text(host)
+        stats = self.result["stats"][host]
+        assert (stats["failures"], stats["changed"], stats["unreachable"]) == (1, 0, 0), (stats, output[-3000:])
+        for text in expected:
+            text = unfold(text.replace("{host}", host))
+            assert text in output, f"{text!r} not in:\n{output[-3000:]}\n{self.failures(host)}"
+
+    def assert_passes_unchanged(self, host: str) -> str:
+        """The control case: the host passed with nothing changed; returns its messages."""
+        output = self.text(host)
+        stats = self.result["stats"][host]
+        assert (stats["failures"], stats["changed"], stats["unreachable"]) == (0, 0, 0), (stats, output[-3000:])
+        return output
+
+
+def local_cases(cases: dict[str, dict]) -> dict[str, dict]:
+    """Hosts for cases run on the machine running the tests, named after their cases."""
+    # Modules run with the tests' own Python: interpreter discovery on a developer machine may find shims.
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    return {case: {**local, **variables} for case, variables in cases.items()}
+
+
+def node_cases(inventory: Path, cases: dict[str, tuple[str, dict]]) -> dict[str, dict]:
+    """Hosts for cases run on bench nodes ({case: (node, variables)}), named after their cases, each reaching its
+    node as the node's own inventory entry does."""
+    nodes = json.loads(inventory.read_text())["all"]["hosts"]
+    return {case: {**nodes[node], **variables} for case, (node, variables) in cases.items()}
 
 
 class Nodes:
@@ -84,9 +168,11 @@ class Nodes:
 
     def debian_sources(self, node: str, suite: str) -> None:
         """What stage 1 leaves behind: Debian's archive with the components NVIDIA's packages are in, through the
-        bench's mirror (a cache)."""
+        bench's mirror (a cache), and a fresh package index with apt's periodic stamp. A preflight refreshes an index
+        over an hour old, and cases sharing the node in one run would wait on each other's apt lock."""
         self.sh(node, f"echo 'deb {MIRROR}/deb.debian.org/debian {suite} main contrib non-free non-free-firmware' "
-                      "> /etc/apt/sources.list")  # fmt: skip
+                      "> /etc/apt/sources.list && apt-get update -qq && mkdir -p /var/lib/apt/periodic "
+                      "&& touch /var/lib/apt/periodic/update-success-stamp")  # fmt: skip
 
     def ubuntu(self, node: str) -> None:
         """A real Ubuntu 24.04 os-release (tests/fixtures/os-release, public) in place of Debian's."""

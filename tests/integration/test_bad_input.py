@@ -7,17 +7,13 @@ in check mode: it only reads.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from preflight_harness import CaseRun, local_cases
 
-ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = Path(__file__).with_name("preflight.yml")
+TAG = "os_baseline_preflight"
 # The machine's own command line never carries this argument.
 ABSENT_ARG = "gpuops.reboot_probe=1"
 VALID = {"os_baseline_kernel_cmdline": []}
@@ -121,60 +117,31 @@ CASES = {
 }
 
 
-def run_preflight(tmp_path: Path, variables: dict) -> subprocess.CompletedProcess:
-    extra = tmp_path / "vars.json"
-    # Modules run with the tests' own Python: interpreter discovery on a
-    # developer machine may find shims that do not run.
-    extra.write_text(json.dumps({**variables, "ansible_python_interpreter": sys.executable}))
-    return subprocess.run(
-        [
-            "ansible-playbook",
-            "--inventory",
-            "localhost,",
-            "--connection",
-            "local",
-            "--check",
-            "--tags",
-            "os_baseline_preflight",
-            "--extra-vars",
-            f"@{extra}",
-            str(PLAYBOOK),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
-    )
-
-
-def unfold(text: str) -> str:
-    """Messages are folded YAML in the output: compare with whitespace collapsed."""
-    return re.sub(r"\s+", " ", text)
+@pytest.fixture(scope="module")
+def case_run(tmp_path_factory) -> CaseRun:
+    """Every case, and the control (valid variables), in one run."""
+    cases = {case: variables for case, (variables, _expected) in CASES.items()}
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("cases"), local_cases({**cases, "control": VALID}))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
-    variables, expected = CASES[case]
-    proc = run_preflight(tmp_path, variables)
-    output = unfold(proc.stdout + proc.stderr)
-    assert proc.returncode != 0, output[-3000:]
-    for text in expected:
-        assert unfold(text) in output, f"{text!r} not in:\n{output[-3000:]}"
-    assert re.search(r"localhost\s*: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1", proc.stdout), proc.stdout[-2000:]
+def test_bad_input_fails_in_preflight(case_run: CaseRun, case: str) -> None:
+    case_run.assert_fails_with(case, CASES[case][1])
 
 
-def test_valid_input_passes_preflight(tmp_path: Path) -> None:
+def test_valid_input_passes_preflight(case_run: CaseRun) -> None:
     """The control: the same run with valid variables succeeds, so the failures above come from the input."""
-    proc = run_preflight(tmp_path, VALID)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    case_run.assert_passes_unchanged("control")
 
 
 @pytest.mark.skipif(Path("/etc/default/grub").exists(), reason="this machine has GRUB: the role can manage it")
 def test_kernel_cmdline_without_a_bootloader(tmp_path: Path) -> None:
-    proc = run_preflight(tmp_path, {"os_baseline_kernel_cmdline": [ABSENT_ARG], "os_baseline_reboot_ok": True})
-    output = unfold(proc.stdout + proc.stderr)
-    assert proc.returncode != 0
-    expected = f'os_baseline_kernel_cmdline is ["{ABSENT_ARG}"] but localhost has no bootloader this role manages'
-    assert unfold(expected) in output
-    assert "Fix: install GRUB, or set os_baseline_kernel_cmdline: []" in output
+    variables = {"os_baseline_kernel_cmdline": [ABSENT_ARG], "os_baseline_reboot_ok": True}
+    run = CaseRun(PLAYBOOK, TAG, tmp_path, local_cases({"no_bootloader": variables}))
+    run.assert_fails_with(
+        "no_bootloader",
+        [
+            f'os_baseline_kernel_cmdline is ["{ABSENT_ARG}"] but {{host}} has no bootloader this role manages',
+            "Fix: install GRUB, or set os_baseline_kernel_cmdline: []",
+        ],
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from preflight_harness import assert_fails_with, assert_passes_unchanged, bench_nodes, run_local, run_preflight
+from preflight_harness import CaseRun, bench_nodes, local_cases, node_cases
 
 PLAYBOOK = Path(__file__).with_name("container_toolkit_preflight.yml")
 TAG = "nvidia_container_toolkit_preflight"
@@ -78,7 +78,7 @@ NODE_CASES = {
         "bare",
         {},
         [
-            'nvidia_container_toolkit_runtimes is ["containerd"], but bare has no containerd.service: containerd is '
+            'nvidia_container_toolkit_runtimes is ["containerd"], but {host} has no containerd.service: containerd is '
             "not installed. Fix: install containerd first (the Kubernetes stage installs containerd), or remove it "
             "from nvidia_container_toolkit_runtimes.",
         ],
@@ -86,7 +86,7 @@ NODE_CASES = {
     "two_runtimes_not_installed": (
         "bare",
         {"nvidia_container_toolkit_runtimes": ["docker", "crio"]},
-        ["bare has no docker.service, crio.service: docker, crio are not installed."],
+        ["{host} has no docker.service, crio.service: docker, crio are not installed."],
     ),
     "docker_config_broken": (
         "runtimes",
@@ -109,17 +109,22 @@ NODE_CASES = {
         "ubuntu",
         {},
         [
-            "nvidia_container_toolkit supports Debian 12 and 13 on amd64 and arm64; ubuntu runs Ubuntu 24.04",
+            "nvidia_container_toolkit supports Debian 12 and 13 on amd64 and arm64; {host} runs Ubuntu 24.04",
             "Fix: a supported release, or leave this node out of the container toolkit stage.",
         ],
     ),
 }
 
 
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> CaseRun:
+    hosts = local_cases({case: variables for case, (variables, _expected) in LOCAL_CASES.items()})
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("local"), hosts)
+
+
 @pytest.mark.parametrize("case", sorted(LOCAL_CASES))
-def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
-    variables, expected = LOCAL_CASES[case]
-    assert_fails_with(run_local(PLAYBOOK, TAG, tmp_path, variables), "localhost", expected)
+def test_bad_input_fails_in_preflight(local_run: CaseRun, case: str) -> None:
+    local_run.assert_fails_with(case, LOCAL_CASES[case][1])
 
 
 @pytest.fixture(scope="module")
@@ -141,15 +146,19 @@ def nodes(tmp_path_factory):
         yield started.inventory
 
 
+@pytest.fixture(scope="module")
+def node_run(tmp_path_factory, nodes: Path) -> CaseRun:
+    """Every node case, and the control, in one run."""
+    cases = {case: (node, variables) for case, (node, variables, _expected) in NODE_CASES.items()}
+    control = {"control": ("runtimes", {"nvidia_container_toolkit_runtimes": ["crio"]})}
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("nodes"), node_cases(nodes, {**cases, **control}))
+
+
 @pytest.mark.parametrize("case", sorted(NODE_CASES))
-def test_bad_input_on_a_node_fails_in_preflight(tmp_path: Path, nodes: Path, case: str) -> None:
-    node, variables, expected = NODE_CASES[case]
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit=node)
-    assert_fails_with(proc, node, expected)
+def test_bad_input_on_a_node_fails_in_preflight(node_run: CaseRun, case: str) -> None:
+    node_run.assert_fails_with(case, NODE_CASES[case][2])
 
 
-def test_valid_input_passes_preflight_and_changes_nothing(tmp_path: Path, nodes: Path) -> None:
+def test_valid_input_passes_preflight_and_changes_nothing(node_run: CaseRun) -> None:
     """The control: CRI-O (whose drop-in directory is the role's alone) on the node with the runtimes passes."""
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)],
-                         {"nvidia_container_toolkit_runtimes": ["crio"]}, limit="runtimes")  # fmt: skip
-    assert_passes_unchanged(proc, "runtimes")
+    node_run.assert_passes_unchanged("control")

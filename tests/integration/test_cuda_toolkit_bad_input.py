@@ -19,15 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from preflight_harness import (
-    MIRROR,
-    ROOT,
-    assert_fails_with,
-    assert_passes_unchanged,
-    bench_nodes,
-    run_local,
-    run_preflight,
-)
+from preflight_harness import MIRROR, ROOT, CaseRun, bench_nodes, local_cases, node_cases
 
 PLAYBOOK = Path(__file__).with_name("cuda_toolkit_preflight.yml")
 RELEASES = ROOT / "tests" / "fixtures" / "os-release"
@@ -129,7 +121,7 @@ NODE_CASES = {
         "tesla535",
         {},
         [
-            "tesla535: cuda_toolkit_versions 12.4 (CUDA 12.4.1) needs driver >= 550.54.15; the installed driver is "
+            "{host}: cuda_toolkit_versions 12.4 (CUDA 12.4.1) needs driver >= 550.54.15; the installed driver is "
             "535.274.02 (libnvidia-tesla-535-cuda1 535.274.02-1~deb13u1), and installing it would put ",
             "libcuda1 550.163.01-2",
             "libnvidia-ml1 550.163.01-2",
@@ -144,7 +136,7 @@ NODE_CASES = {
         "nodriver",
         {},
         [
-            "nodriver has no NVIDIA driver userland installed (no package provides libcuda.so.1), and installing "
+            "{host} has no NVIDIA driver userland installed (no package provides libcuda.so.1), and installing "
             "CUDA 12.4.1 (nvidia-cuda-toolkit 12.4.131~12.4.1-2) would pull one in: ",
             "libcuda1 550.163.01-2",
             "Fix: run playbooks/driver.yml first (a driver branch that runs driver >= 550.54.15), then run again.",
@@ -154,7 +146,7 @@ NODE_CASES = {
         "nodriver",
         {"cuda_toolkit_versions": ["12.6"]},
         [
-            'nodriver: cuda_toolkit_versions names "12.6", which Debian 13\'s own packages do not carry: they carry '
+            '{host}: cuda_toolkit_versions names "12.6", which Debian 13\'s own packages do not carry: they carry '
             "CUDA 12.4.1 (nvidia-cuda-toolkit 12.4.131~12.4.1-2).",
             'Fix: cuda_toolkit_versions: ["12.4"], or cuda_toolkit_source: cuda_repo',
         ],
@@ -163,7 +155,7 @@ NODE_CASES = {
         "nodriver",
         {"cuda_toolkit_versions": ["11.8", "12.4"]},
         [
-            "nodriver: cuda_toolkit_versions is 11.8, 12.4, but Debian 13's own packages carry one CUDA toolkit at a "
+            "{host}: cuda_toolkit_versions is 11.8, 12.4, but Debian 13's own packages carry one CUDA toolkit at a "
             "time (CUDA 12.4.1 (nvidia-cuda-toolkit 12.4.131~12.4.1-2)).",
             "or cuda_toolkit_source: cuda_repo for several side by side",
         ],
@@ -172,7 +164,7 @@ NODE_CASES = {
         "bare",
         {},
         [
-            "bare: Debian 13's own packages carry no version of nvidia-cuda-toolkit: the OS sources lack Debian's "
+            "{host}: Debian 13's own packages carry no version of nvidia-cuda-toolkit: the OS sources lack Debian's "
             "non-free component",
         ],
     ),
@@ -181,7 +173,7 @@ NODE_CASES = {
         {},
         [
             "cuda_toolkit_source is distribution (the OS's own packages), which this collection supports on Debian "
-            "12 and 13 (their non-free nvidia-cuda-toolkit); ubuntu runs Ubuntu 24.04",
+            "12 and 13 (their non-free nvidia-cuda-toolkit); {host} runs Ubuntu 24.04",
             "Fix: a supported release, or cuda_toolkit_source: cuda_repo",
         ],
     ),
@@ -189,7 +181,7 @@ NODE_CASES = {
         "bookworm",
         dict(CUDA_REPO, cuda_toolkit_versions=["11.8", "12.2.1"]),
         [
-            f'bookworm: cuda_toolkit_versions names "12.2.1", but {STANDIN} carries 12.2.0-1, 12.2.2-1 of '
+            f'{{host}}: cuda_toolkit_versions names "12.2.1", but {STANDIN} carries 12.2.0-1, 12.2.2-1 of '
             'cuda-toolkit-12-2. Nothing was changed. Fix: a version it carries (cuda_toolkit_versions: ["12.2"], the '
             "newest it carries), or a mirror that holds it (gpuops_mirror_url).",
         ],
@@ -197,7 +189,7 @@ NODE_CASES = {
     "cuda_repo_minor_the_repository_does_not_carry": (
         "bookworm",
         dict(CUDA_REPO, cuda_toolkit_versions=["12.4"]),
-        [f'bookworm: cuda_toolkit_versions names "12.4", but {STANDIN} carries no version of cuda-toolkit-12-4.'],
+        [f'{{host}}: cuda_toolkit_versions names "12.4", but {STANDIN} carries no version of cuda-toolkit-12-4.'],
     ),
     # The mirror serves the bench's key where NVIDIA's should be: with the role's default pin (NVIDIA's key), the
     # repository is refused before any change, as a tampered or mistaken mirror would be.
@@ -205,7 +197,7 @@ NODE_CASES = {
         "bookworm",
         dict(CUDA_REPO, cuda_toolkit_versions=["12.2"], cuda_toolkit_cuda_repo_key_fingerprint=NVIDIA_KEY),
         [
-            "bookworm: the signing key http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/"
+            "{host}: the signing key http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/"
             "debian12/x86_64/3bf863cc.pub holds ",
             f"but cuda_toolkit_cuda_repo_key_fingerprint is {NVIDIA_KEY}: refusing to trust it. Nothing was changed. "
             "Fix: point gpuops_mirror_url at a mirror holding NVIDIA's key, or correct the pins.",
@@ -217,7 +209,7 @@ NODE_CASES = {
         [
             "cuda_toolkit_source is cuda_repo (NVIDIA's CUDA repository), which this collection knows for Debian 12, "
             "Ubuntu 22.04 and 24.04, Rocky Linux and RHEL 8 and 9 (NVIDIA's debian12, ubuntu2204, ubuntu2404, rhel8 "
-            "and rhel9 repositories); pop runs Pop!_OS 22.04 LTS (ID=pop, VERSION_ID=22.04).",
+            "and rhel9 repositories); {host} runs Pop!_OS 22.04 LTS (ID=pop, VERSION_ID=22.04).",
             "Fix: one of those releases, or cuda_toolkit_source: distribution",
         ],
     ),
@@ -233,10 +225,15 @@ def bench_key(variables: dict) -> dict:
     return {"cuda_toolkit_cuda_repo_key_fingerprint": mirror["local_repo_key_fingerprint"], **variables}
 
 
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> CaseRun:
+    hosts = local_cases({case: variables for case, (variables, _expected) in LOCAL_CASES.items()})
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("local"), hosts)
+
+
 @pytest.mark.parametrize("case", sorted(LOCAL_CASES))
-def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
-    variables, expected = LOCAL_CASES[case]
-    assert_fails_with(run_local(PLAYBOOK, TAG, tmp_path, variables), "localhost", expected)
+def test_bad_input_fails_in_preflight(local_run: CaseRun, case: str) -> None:
+    local_run.assert_fails_with(case, LOCAL_CASES[case][1])
 
 
 @pytest.fixture(scope="module")
@@ -249,7 +246,6 @@ def nodes(tmp_path_factory):
             image, packages = NODES[node]
             # What stage 1 leaves behind, then the driver userland alone, as the driver role leaves it.
             started.debian_sources(node, "trixie" if image == "debian13" else "bookworm")
-            started.sh(node, "apt-get update -qq")
             if packages:
                 started.sh(node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
                                  + " ".join(packages))  # fmt: skip
@@ -264,32 +260,41 @@ def nodes(tmp_path_factory):
         yield started.inventory
 
 
+@pytest.fixture(scope="module")
+def node_run(tmp_path_factory, nodes: Path) -> CaseRun:
+    """Every node case and the two controls in one run."""
+    cases = {case: (node, bench_key(variables)) for case, (node, variables, _expected) in NODE_CASES.items()}
+    controls = {
+        "control": ("driver550", {"cuda_toolkit_versions": ["12.4"]}),
+        "control_cuda_repo": (
+            "bookworm",
+            bench_key(dict(CUDA_REPO, cuda_toolkit_versions=["11.8", "12.2"], cuda_toolkit_default="11.8")),
+        ),
+    }
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("nodes"), node_cases(nodes, {**cases, **controls}))
+
+
 @pytest.mark.parametrize("case", sorted(NODE_CASES))
-def test_bad_input_on_a_node_fails_in_preflight(tmp_path: Path, nodes: Path, case: str) -> None:
-    node, variables, expected = NODE_CASES[case]
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], bench_key(variables), limit=node)
-    assert_fails_with(proc, node, expected)
+def test_bad_input_on_a_node_fails_in_preflight(node_run: CaseRun, case: str) -> None:
+    node_run.assert_fails_with(case, NODE_CASES[case][2])
 
 
-def test_valid_input_passes_preflight_and_changes_nothing(tmp_path: Path, nodes: Path) -> None:
+def test_valid_input_passes_preflight_and_changes_nothing(node_run: CaseRun) -> None:
     """The control: CUDA 12.4 on the node with the 550 userland passes, so the failures above come from the input."""
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], {"cuda_toolkit_versions": ["12.4"]},
-                         limit="driver550")  # fmt: skip
-    output = assert_passes_unchanged(proc, "driver550")
+    output = node_run.assert_passes_unchanged("control")
     assert (
-        "driver550: CUDA 12.4.1 (nvcc 12.4.131, nvidia-cuda-toolkit 12.4.131~12.4.1-2) under "
+        "control: CUDA 12.4.1 (nvcc 12.4.131, nvidia-cuda-toolkit 12.4.131~12.4.1-2) under "
         "/usr/local/lib/gpuops/cuda-12.4; /usr/local/cuda -> /usr/local/lib/gpuops/cuda-12.4; driver 550.163.01 "
         "(needs >= 550.54.15)." in output
     ), output[-3000:]
 
 
-def test_valid_cuda_repo_input_passes_preflight_and_changes_nothing(tmp_path: Path, nodes: Path) -> None:
+def test_valid_cuda_repo_input_passes_preflight_and_changes_nothing(node_run: CaseRun) -> None:
     """The control of the cuda_repo cases: two versions side by side from the stand-in repository pass on the node
     with Debian 12's 535 userland, without the repository being added."""
-    variables = dict(CUDA_REPO, cuda_toolkit_versions=["11.8", "12.2"], cuda_toolkit_default="11.8")
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], bench_key(variables), limit="bookworm")
-    output = assert_passes_unchanged(proc, "bookworm")
+    output = node_run.assert_passes_unchanged("control_cuda_repo")
     assert (
-        "bookworm: CUDA 11.8.0 (cuda-toolkit-11-8 11.8.0-1) under /usr/local/cuda-11.8; CUDA 12.2.2 (cuda-toolkit-12-2 "
-        "12.2.2-1) under /usr/local/cuda-12.2; /usr/local/cuda -> /usr/local/cuda-11.8; driver 535." in output
+        "control_cuda_repo: CUDA 11.8.0 (cuda-toolkit-11-8 11.8.0-1) under /usr/local/cuda-11.8; CUDA 12.2.2 "
+        "(cuda-toolkit-12-2 12.2.2-1) under /usr/local/cuda-12.2; /usr/local/cuda -> /usr/local/cuda-11.8; "
+        "driver 535." in output
     ), output[-3000:]

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from preflight_harness import MIRROR, assert_fails_with, assert_passes_unchanged, bench_nodes, run_local, run_preflight
+from preflight_harness import MIRROR, CaseRun, bench_nodes, local_cases, node_cases
 
 PLAYBOOK = Path(__file__).with_name("driver_preflight.yml")
 ROCKY_OS_RELEASE = Path(__file__).resolve().parents[1] / "fixtures" / "os-release" / "rocky-9.3"
@@ -59,7 +59,7 @@ LOCAL_CASES = {
     "fabric_manager_forced_without_nvswitch": (
         {"nvidia_driver_fabricmanager": True},
         [
-            "nvidia_driver_fabricmanager is true but localhost has no NVSwitch: none on its PCI bus",
+            "nvidia_driver_fabricmanager is true but {host} has no NVSwitch: none on its PCI bus",
             "Fix: nvidia_driver_fabricmanager: auto (or false).",
         ],
     ),
@@ -124,7 +124,7 @@ NODE_CASES = {
         "v100s",
         {"nvidia_driver_branch": "550", "nvidia_driver_flavor": "open"},
         [
-            "v100s: nvidia_driver_flavor is open but 2x Tesla V100S-PCIE-32GB (volta) at 0000:5e:00.0, 0000:d8:00.0 "
+            "{host}: nvidia_driver_flavor is open but 2x Tesla V100S-PCIE-32GB (volta) at 0000:5e:00.0, 0000:d8:00.0 "
             "cannot use NVIDIA's open kernel modules",
             "Fix: nvidia_driver_flavor: proprietary (or auto, which picks it).",
         ],
@@ -133,7 +133,7 @@ NODE_CASES = {
         "b200",
         {},
         [
-            "b200: nvidia_driver_flavor is auto and picks the open kernel modules (8x NVIDIA B200 (blackwell) at "
+            "{host}: nvidia_driver_flavor is auto and picks the open kernel modules (8x NVIDIA B200 (blackwell) at "
             "0000:1b:00.0,",
             "run only on the open kernel modules), but Debian 13's own packages have no open kernel modules for "
             'branch 535 (nvidia_driver_branch: "535" offers proprietary).',
@@ -144,7 +144,7 @@ NODE_CASES = {
         "l40s",
         {"nvidia_driver_flavor": "open"},
         [
-            "l40s: nvidia_driver_flavor is open but Debian 13's own packages have no open kernel modules for branch "
+            "{host}: nvidia_driver_flavor is open but Debian 13's own packages have no open kernel modules for branch "
             "535",
             "or nvidia_driver_flavor: auto.",
         ],
@@ -153,8 +153,8 @@ NODE_CASES = {
         "h100",
         {"gpuops_mirror_url": MIRROR, "nvidia_driver_cuda_repo_key_fingerprint": ""},
         [
-            "h100 needs NVIDIA's CUDA repository (fabric manager: nvidia_driver_fabricmanager is auto, 4 NVSwitch(es) "
-            "on the PCI bus), but its key_url https://developer.download.nvidia.com/compute/cuda/repos/"
+            "{host} needs NVIDIA's CUDA repository (fabric manager: nvidia_driver_fabricmanager is auto, 4 "
+            "NVSwitch(es) on the PCI bus), but its key_url https://developer.download.nvidia.com/compute/cuda/repos/"
             "debian12/x86_64/3bf863cc.pub needs its pin: key_fingerprint (as the vendor publishes it) or key_sha256",
             "Fix: nvidia_driver_cuda_repo_key_fingerprint: EB693B3035CD5710E231E123A4B469963BF863CC",
             "or nvidia_driver_fabricmanager: false to install the driver alone on purpose.",
@@ -166,7 +166,7 @@ NODE_CASES = {
         "h100",
         {"gpuops_mirror_url": MIRROR},
         [
-            "h100: the signing key http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/"
+            "{host}: the signing key http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/"
             "x86_64/3bf863cc.pub holds ",
             "but nvidia_driver_cuda_repo_key_fingerprint is EB693B3035CD5710E231E123A4B469963BF863CC: refusing to "
             "trust it.",
@@ -182,7 +182,7 @@ NODE_CASES = {
             "nvidia_driver_version": "535.216.03",
         },
         [
-            "h100: fabric manager must run at exactly the driver's version, 535.216.03 (nvidia-tesla-535-kernel-dkms "
+            "{host}: fabric manager must run at exactly the driver's version, 535.216.03 (nvidia-tesla-535-kernel-dkms "
             "535.216.03-3~deb12u1), but the mirror's copy of NVIDIA's CUDA repository (http://gpuops-mirror:8080/"
             "developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) carries nvidia-fabricmanager-535 only "
             "at 535.261.03, 535.274.02, 535.288.01, 535.309.01",
@@ -193,7 +193,7 @@ NODE_CASES = {
         "l40s",
         {"nvidia_driver_fabricmanager": True},
         [
-            "nvidia_driver_fabricmanager is true but l40s has no NVSwitch: none on its PCI bus (4 NVIDIA GPU(s): "
+            "nvidia_driver_fabricmanager is true but {host} has no NVSwitch: none on its PCI bus (4 NVIDIA GPU(s): "
             "NVIDIA L40S)",
         ],
     ),
@@ -202,7 +202,7 @@ NODE_CASES = {
         {},
         [
             "nvidia_driver_source is distribution: the OS's own packages, which this collection supports on Debian "
-            "12 and 13 (their non-free NVIDIA packages); ubuntu runs Ubuntu 24.04",
+            "12 and 13 (their non-free NVIDIA packages); {host} runs Ubuntu 24.04",
             "Fix: a supported release, or nvidia_driver_source: cuda_repo (NVIDIA's CUDA repository, for Debian 12 and "
             "Ubuntu 22.04/24.04).",
         ],
@@ -211,7 +211,7 @@ NODE_CASES = {
         "bare",
         {},
         [
-            "bare: Debian 13's own packages carry no version of nvidia-tesla-535-kernel-dkms (nor of 5 more packages "
+            "{host}: Debian 13's own packages carry no version of nvidia-tesla-535-kernel-dkms (nor of 5 more packages "
             "of the set) (branch 535, proprietary kernel modules): the OS sources lack Debian's contrib, non-free and "
             "non-free-firmware components",
         ],
@@ -222,7 +222,7 @@ NODE_CASES = {
         {"nvidia_driver_source": "cuda_repo"},
         [
             "nvidia_driver_source is cuda_repo: NVIDIA's CUDA network repository, which this collection supports on "
-            "Debian 12, Ubuntu 22.04 and Ubuntu 24.04; l40s runs Debian GNU/Linux 13 (trixie) (ID=debian, "
+            "Debian 12, Ubuntu 22.04 and Ubuntu 24.04; {host} runs Debian GNU/Linux 13 (trixie) (ID=debian, "
             "VERSION_ID=13). NVIDIA's debian13 repository carries driver branches 580 and later only",
             "Fix: nvidia_driver_source: distribution (Debian 13's 535 and 550 packages",
         ],
@@ -231,7 +231,7 @@ NODE_CASES = {
         "rocky",
         {"nvidia_driver_source": "cuda_repo"},
         [
-            "rocky runs Rocky Linux 9.3 (Blue Onyx) (ID=rocky, VERSION_ID=9.3). NVIDIA's rhel8 and rhel9 repositories "
+            "{host} runs Rocky Linux 9.3 (Blue Onyx) (ID=rocky, VERSION_ID=9.3). NVIDIA's rhel8 and rhel9 repositories "
             "serve the driver as dnf module streams (nvidia-driver:<branch>-dkms, <branch>-open) held by dnf "
             "versionlock, which this collection does not install yet.",
         ],
@@ -250,7 +250,7 @@ NODE_CASES = {
         "h100",
         {**CUDA_REPO, "nvidia_driver_branch": "535"},
         [
-            "h100: NVIDIA's CUDA repository packages for Debian 12 (http://gpuops-mirror:8080/developer.download.nvidia"
+            "{host}: NVIDIA's CUDA repository packages for Debian 12 (http://gpuops-mirror:8080/developer.download.nvidia"
             ".com/compute/cuda/repos/debian12/x86_64/) carry no version of nvidia-kernel-dkms of branch 535 "
             '(proprietary kernel modules). Fix: nvidia_driver_branch: "580" (it carries 550, 580), or bring branch '
             "535 into NVIDIA's debian12 repository (nvidia_driver_cuda_repo_url)",
@@ -260,7 +260,7 @@ NODE_CASES = {
         "h100",
         {**CUDA_REPO, "nvidia_driver_branch": "550", "nvidia_driver_version": "550.127.05"},
         [
-            "h100: nvidia_driver_version is 550.127.05, which NVIDIA's CUDA repository packages for Debian 12 "
+            "{host}: nvidia_driver_version is 550.127.05, which NVIDIA's CUDA repository packages for Debian 12 "
             "(http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) do not "
             "carry for branch 550 with the proprietary kernel modules (they carry 550.163.01 (NVIDIA's debian12 "
             "repository), 550.144.03 (NVIDIA's debian12 repository)).",
@@ -270,7 +270,7 @@ NODE_CASES = {
         "h100",
         {**CUDA_REPO, "nvidia_driver_cuda_repo_key_fingerprint": ""},
         [
-            "h100 needs NVIDIA's CUDA repository (the driver: nvidia_driver_source is cuda_repo), but its key_url "
+            "{host} needs NVIDIA's CUDA repository (the driver: nvidia_driver_source is cuda_repo), but its key_url "
             "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub needs its pin",
         ],
     ),
@@ -278,7 +278,7 @@ NODE_CASES = {
         "l40s",
         {"nvidia_driver_branch": "535", "nvidia_driver_version": "535.54.03"},
         [
-            "l40s: nvidia_driver_version is 535.54.03, which Debian 13's own packages do not carry for branch 535 "
+            "{host}: nvidia_driver_version is 535.54.03, which Debian 13's own packages do not carry for branch 535 "
             "with the proprietary kernel modules (they carry 535.",
             'or nvidia_driver_version: "" for the newest.',
         ],
@@ -286,10 +286,15 @@ NODE_CASES = {
 }
 
 
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> CaseRun:
+    hosts = local_cases({case: variables for case, (variables, _expected) in LOCAL_CASES.items()})
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("local"), hosts)
+
+
 @pytest.mark.parametrize("case", sorted(LOCAL_CASES))
-def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
-    variables, expected = LOCAL_CASES[case]
-    assert_fails_with(run_local(PLAYBOOK, TAG, tmp_path, variables), "localhost", expected)
+def test_bad_input_fails_in_preflight(local_run: CaseRun, case: str) -> None:
+    local_run.assert_fails_with(case, LOCAL_CASES[case][1])
 
 
 @pytest.fixture(scope="module")
@@ -308,16 +313,21 @@ def nodes(tmp_path_factory):
         yield started.inventory
 
 
+@pytest.fixture(scope="module")
+def node_run(tmp_path_factory, nodes: Path) -> CaseRun:
+    """Every node case, and the control (the defaults on the L40S node), in one run."""
+    cases = {case: (node, variables) for case, (node, variables, _expected) in NODE_CASES.items()}
+    hosts = node_cases(nodes, {**cases, "control": ("l40s", {})})
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("nodes"), hosts)
+
+
 @pytest.mark.parametrize("case", sorted(NODE_CASES))
-def test_bad_input_on_a_node_fails_in_preflight(tmp_path: Path, nodes: Path, case: str) -> None:
-    node, variables, expected = NODE_CASES[case]
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit=node)
-    assert_fails_with(proc, node, expected)
+def test_bad_input_on_a_node_fails_in_preflight(node_run: CaseRun, case: str) -> None:
+    node_run.assert_fails_with(case, NODE_CASES[case][2])
 
 
-def test_valid_input_passes_preflight_and_changes_nothing(tmp_path: Path, nodes: Path) -> None:
+def test_valid_input_passes_preflight_and_changes_nothing(node_run: CaseRun) -> None:
     """The control: the defaults on the L40S node pass, so the failures above come from the input."""
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], {}, limit="l40s")
-    output = assert_passes_unchanged(proc, "l40s")
-    assert "l40s: NVIDIA driver 535." in output
+    output = node_run.assert_passes_unchanged("control")
+    assert "control: NVIDIA driver 535." in output
     assert "(nvidia-graphics-drivers-tesla-535, proprietary kernel modules: the GPUs (4x NVIDIA L40S (ada)" in output

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from preflight_harness import MIRROR, assert_fails_with, assert_passes_unchanged, bench_nodes, run_preflight
+from preflight_harness import MIRROR, CaseRun, bench_nodes, node_cases
 
 PLAYBOOK = Path(__file__).with_name("driver_preflight.yml")
 TAG = "nvidia_driver_preflight"
@@ -47,14 +47,26 @@ def nodes(tmp_path_factory):
         yield started.inventory
 
 
+@pytest.fixture(scope="module")
+def matrix_run(tmp_path_factory, nodes: Path) -> CaseRun:
+    """Every case of this module in one run: per Ubuntu release, a plan per flavor and a version the repository
+    lacks; per refused OS, the refusal. Each case's host is named <case>_<node>."""
+    cases = {
+        **{f"plan_{flavor}_{node}": (node, {**CUDA_REPO, "nvidia_driver_flavor": flavor})
+           for node in UBUNTU for flavor in ("proprietary", "open")},
+        **{f"version_{node}": (node, {**CUDA_REPO, "nvidia_driver_version": "550.127.05"}) for node in UBUNTU},
+        **{f"refused_{node}": (node, CUDA_REPO) for node in REFUSED},
+    }  # fmt: skip
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("matrix"), node_cases(nodes, cases))
+
+
 @pytest.mark.parametrize("node", sorted(UBUNTU))
 @pytest.mark.parametrize("flavor", ["proprietary", "open"])
-def test_ubuntu_plans_nvidias_packages_for_its_release(tmp_path: Path, nodes: Path, node: str, flavor: str) -> None:
-    variables = {**CUDA_REPO, "nvidia_driver_flavor": flavor}
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit=node)
-    output = assert_passes_unchanged(proc, node)
+def test_ubuntu_plans_nvidias_packages_for_its_release(matrix_run: CaseRun, node: str, flavor: str) -> None:
+    host = f"plan_{flavor}_{node}"
+    output = matrix_run.assert_passes_unchanged(host)
     dkms = "nvidia-dkms-550" + ("-open" if flavor == "open" else "")
-    assert f"{node}: NVIDIA driver 550.163.01 (NVIDIA's Ubuntu repository, {flavor} kernel modules" in output
+    assert f"{host}: NVIDIA driver 550.163.01 (NVIDIA's Ubuntu repository, {flavor} kernel modules" in output
     assert "DKMS module nvidia for kernel(s) " in output
     assert (
         f"packages {dkms}=550.163.01-0ubuntu1, nvidia-utils-550=550.163.01-0ubuntu1, "
@@ -64,15 +76,12 @@ def test_ubuntu_plans_nvidias_packages_for_its_release(tmp_path: Path, nodes: Pa
 
 
 @pytest.mark.parametrize("node", sorted(UBUNTU))
-def test_ubuntu_reads_its_own_nvidia_repository(tmp_path: Path, nodes: Path, node: str) -> None:
+def test_ubuntu_reads_its_own_nvidia_repository(matrix_run: CaseRun, node: str) -> None:
     """A version the release's repository lacks names that repository: the role picked the release's URL."""
-    variables = {**CUDA_REPO, "nvidia_driver_version": "550.127.05"}
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], variables, limit=node)
-    assert_fails_with(
-        proc,
-        node,
+    matrix_run.assert_fails_with(
+        f"version_{node}",
         [
-            f"{node}: nvidia_driver_version is 550.127.05, which NVIDIA's CUDA repository packages for Ubuntu "
+            "{host}: nvidia_driver_version is 550.127.05, which NVIDIA's CUDA repository packages for Ubuntu "
             f"(http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/{node}/x86_64/) do not "
             "carry for branch 550 with the proprietary kernel modules (they carry 550.163.01 (NVIDIA's Ubuntu "
             "repository), 550.144.03 (NVIDIA's Ubuntu repository)).",
@@ -81,14 +90,12 @@ def test_ubuntu_reads_its_own_nvidia_repository(tmp_path: Path, nodes: Path, nod
 
 
 @pytest.mark.parametrize("node", sorted(REFUSED))
-def test_rocky_and_rhel_are_refused_with_the_reason(tmp_path: Path, nodes: Path, node: str) -> None:
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], CUDA_REPO, limit=node)
-    assert_fails_with(
-        proc,
-        node,
+def test_rocky_and_rhel_are_refused_with_the_reason(matrix_run: CaseRun, node: str) -> None:
+    matrix_run.assert_fails_with(
+        f"refused_{node}",
         [
             "nvidia_driver_source is cuda_repo: NVIDIA's CUDA network repository, which this collection supports on "
-            f"Debian 12, Ubuntu 22.04 and Ubuntu 24.04; {node} runs",
+            "Debian 12, Ubuntu 22.04 and Ubuntu 24.04; {host} runs",
             "NVIDIA's rhel8 and rhel9 repositories serve the driver as dnf module streams",
         ],
     )

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from preflight_harness import MIRROR, assert_fails_with, assert_passes_unchanged, bench_nodes, run_local, run_preflight
+from preflight_harness import MIRROR, CaseRun, assert_fails_with, bench_nodes, local_cases, run_preflight
 
 PLAYBOOK = Path(__file__).with_name("rdma_fabric_preflight.yml")
 TAG = "rdma_fabric_preflight"
@@ -65,14 +65,14 @@ LOCAL_CASES = {
         given(rdma_fabric_stack="doca", rdma_fabric_doca_key_fingerprint=FINGERPRINT),
         [
             "rdma_fabric_stack is doca with rdma_fabric_doca_version 3.1.0, which NVIDIA publishes for ubuntu22.04, "
-            "ubuntu24.04; localhost runs Debian GNU/Linux 12 (bookworm) (debian12). Nothing was changed. Fix: "
+            "ubuntu24.04; {host} runs Debian GNU/Linux 12 (bookworm) (debian12). Nothing was changed. Fix: "
             "rdma_fabric_stack: inbox (the OS's own rdma-core), or a DOCA release published for this OS."
         ],
     ),
     "peermem_without_driver": (
         given(rdma_fabric_peermem=True),
         [
-            "rdma_fabric_peermem is true but localhost has no NVIDIA driver built by DKMS for its kernels",
+            "rdma_fabric_peermem is true but {host} has no NVIDIA driver built by DKMS for its kernels",
             "nvidia-peermem comes with the driver's build. Nothing was changed. Fix: run playbooks/driver.yml first "
             "(site.yml runs it before this stage), or rdma_fabric_peermem: false for a node without GPUDirect RDMA.",
         ],
@@ -104,9 +104,10 @@ LOCAL_CASES = {
         ["rdma_fabric_roce_dscp is 64, not a DSCP value. Fix: 0 to 63 (26 is common for RDMA)."],
     ),
     "perftest_peer_is_this_node": (
-        given(NDR, rdma_fabric_perftest_peer="localhost"),
+        # The case's host is named after the case.
+        given(NDR, rdma_fabric_perftest_peer="perftest_peer_is_this_node"),
         [
-            'rdma_fabric_perftest_peer is "localhost": that is this node itself. Nothing was changed. Fix: an '
+            'rdma_fabric_perftest_peer is "{host}": that is this node itself. Nothing was changed. Fix: an '
             'inventory host of the same hardware profile in this play, or rdma_fabric_perftest_peer: "".'
         ],
     ),
@@ -122,7 +123,7 @@ LOCAL_CASES = {
             rdma_fabric_perftest_gpudirect="required",
         ),
         [
-            "rdma_fabric_perftest_gpudirect is required but the hardware profile of localhost (storage_ndr) has no GPU "
+            "rdma_fabric_perftest_gpudirect is required but the hardware profile of {host} (storage_ndr) has no GPU "
             "(gpuops_hardware.gpu.count is 0): there is no GPU memory to measure with. Nothing was changed. Fix: a "
             "peer and a node of GPU profiles, or rdma_fabric_perftest_gpudirect: auto (host memory there, named in "
             "the result)."
@@ -141,7 +142,7 @@ LOCAL_CASES = {
         given(rdma_fabric_interfaces=[{"name": "ibp26s0", "kind": "ipoib"}], rdma_fabric_network_tool="networkmanager"),
         [
             "rdma_fabric_interfaces names 1 interfaces for networkmanager (rdma_fabric_network_tool: networkmanager), "
-            "but localhost has no nmcli. Nothing was changed. Fix: rdma_fabric_network_tool set to the tool that owns "
+            "but {host} has no nmcli. Nothing was changed. Fix: rdma_fabric_network_tool set to the tool that owns "
             "this node's network (auto picks it), or install that tool."
         ],
     ),
@@ -155,16 +156,22 @@ LOCAL_CASES = {
 }
 
 
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> CaseRun:
+    """Every local case, and the control, in one run."""
+    cases = {case: variables for case, (variables, _expected) in LOCAL_CASES.items()}
+    control = given(rdma_fabric_interfaces=[{"name": "ibp26s0", "kind": "ipoib", "address": "10.10.0.11/16"}])
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("local"), local_cases({**cases, "control": control}))
+
+
 @pytest.mark.parametrize("case", sorted(LOCAL_CASES))
-def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
-    variables, expected = LOCAL_CASES[case]
-    assert_fails_with(run_local(PLAYBOOK, TAG, tmp_path, variables), "localhost", expected)
+def test_bad_input_fails_in_preflight(local_run: CaseRun, case: str) -> None:
+    local_run.assert_fails_with(case, LOCAL_CASES[case][1])
 
 
-def test_valid_input_passes_preflight_and_changes_nothing(tmp_path: Path) -> None:
+def test_valid_input_passes_preflight_and_changes_nothing(local_run: CaseRun) -> None:
     """The control: the defaults without GPUDirect RDMA pass here, so the failures above come from the input."""
-    variables = given(rdma_fabric_interfaces=[{"name": "ibp26s0", "kind": "ipoib", "address": "10.10.0.11/16"}])
-    assert_passes_unchanged(run_local(PLAYBOOK, TAG, tmp_path, variables), "localhost")
+    local_run.assert_passes_unchanged("control")
 
 
 ROCKY_OS_RELEASE = Path(__file__).resolve().parents[1] / "fixtures" / "os-release" / "rocky-9.3"
