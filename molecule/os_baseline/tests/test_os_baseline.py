@@ -4,6 +4,9 @@ import re
 
 import pytest
 
+# The alternative nodes: test_os_baseline_alternative.py.
+testinfra_hosts = ["debian12", "debian13"]
+
 KUBERNETES_SYSCTL = {
     "net.ipv4.ip_forward": "1",
     "net.bridge.bridge-nf-call-iptables": "1",

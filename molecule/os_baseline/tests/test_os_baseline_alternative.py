@@ -5,6 +5,7 @@ import json
 import os
 from pathlib import Path
 
+testinfra_hosts = ["alternative-debian12", "alternative-debian13"]
 MIRROR = "http://gpuops-mirror:8080"
 BENCH_KEY = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"], ".bench", "mirror", "mirror.json")
 
