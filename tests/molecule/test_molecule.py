@@ -22,7 +22,6 @@ FIRST = [
     "nccl_tests",
     "nvidia_driver_cuda_repo",
     "k8s_node",
-    "cuda_toolkit_cuda_repo",
     "cuda_toolkit",
 ]
 SCENARIOS = sorted(

@@ -10,6 +10,8 @@ import re
 
 import pytest
 
+# repo: test_cuda_toolkit_cuda_repo.py.
+testinfra_hosts = ["l40s"]
 ROOT = "/usr/local/lib/gpuops/cuda-12.4"
 HELD = ["nvidia-cuda-toolkit", "nvidia-cuda-dev"]
 PROGRAM = """

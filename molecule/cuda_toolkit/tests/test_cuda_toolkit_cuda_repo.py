@@ -1,4 +1,5 @@
-"""cuda_toolkit from NVIDIA's CUDA repository (the bench's stand-in) on Debian 12: CUDA 11.8 and 12.2 side by side.
+"""cuda_toolkit from NVIDIA's CUDA repository (the bench's stand-in) on Debian 12 (node repo): CUDA 11.8 and 12.2 side
+by side.
 
 The stand-in's nvcc answers --version as NVIDIA's nvcc of its release and compiles with Debian 12's real nvcc 11.8
 (tests/standins/README.md), so the compiled programs link against Debian's real libcudart.so.11.0 whichever root
@@ -14,6 +15,8 @@ import subprocess
 
 import pytest
 
+# l40s: test_cuda_toolkit.py.
+testinfra_hosts = ["repo"]
 TOOLKITS = {
     "11.8": ("cuda-toolkit-11-8", "11.8.0-1", "V11.8.89"),
     "12.2": ("cuda-toolkit-12-2", "12.2.2-1", "V12.2.140"),
@@ -82,7 +85,7 @@ def test_a_cuda_program_compiles_and_links_with_each_root(host, root):
 
 def converge(default: str) -> tuple[int, str]:
     proc = subprocess.run(
-        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"],
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "--limit", "repo",
          os.path.join(os.environ["MOLECULE_SCENARIO_DIRECTORY"], "converge.yml")],
         capture_output=True, text=True, check=False,
         env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1", "CUDA_TOOLKIT_DEFAULT": default},
