@@ -86,7 +86,8 @@ class CaseRun:
             check=False,
             env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_NOCOLOR": "1"},
         )
-        self.stderr = proc.stderr
+        # Everything the run printed: where a test looks for a secret that must not be there.
+        self.output = proc.stdout + proc.stderr
         try:
             self.result = json.loads(proc.stdout)
         except json.JSONDecodeError as error:

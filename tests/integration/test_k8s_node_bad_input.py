@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from preflight_harness import assert_fails_with, run_local
+from preflight_harness import CaseRun, assert_fails_with, local_cases, run_local
 
 PLAYBOOK = Path(__file__).with_name("k8s_node_preflight.yml")
 TAG = "k8s_node_preflight"
@@ -113,13 +113,18 @@ CASES = {
 }
 
 
+@pytest.fixture(scope="module")
+def case_run(tmp_path_factory) -> CaseRun:
+    hosts = local_cases({case: variables for case, (variables, _expected) in CASES.items()})
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("cases"), hosts)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
+def test_bad_input_fails_in_preflight(case_run: CaseRun, case: str) -> None:
     variables, expected = CASES[case]
-    proc = run_local(PLAYBOOK, TAG, tmp_path, variables)
-    assert_fails_with(proc, "localhost", expected)
-    # Not even a malformed token is printed.
-    assert variables.get("k8s_node_join_token", "x" * 23)[7:] not in proc.stdout + proc.stderr
+    case_run.assert_fails_with(case, expected)
+    # Not even a malformed token is printed, by any case of the run.
+    assert variables.get("k8s_node_join_token", "x" * 23)[7:] not in case_run.output
 
 
 def test_an_api_the_controller_cannot_reach_fails_in_preflight(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from preflight_harness import MIRROR, CaseRun, assert_fails_with, bench_nodes, local_cases, run_preflight
+from preflight_harness import MIRROR, CaseRun, bench_nodes, local_cases, node_cases
 
 PLAYBOOK = Path(__file__).with_name("rdma_fabric_preflight.yml")
 TAG = "rdma_fabric_preflight"
@@ -189,14 +189,12 @@ def nodes(tmp_path_factory):
         yield started.inventory
 
 
-def test_inbox_stack_on_a_dnf_system(tmp_path: Path, nodes: Path) -> None:
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], given(), limit="rocky")
-    assert_fails_with(
-        proc,
-        "rocky",
+def test_inbox_stack_on_a_dnf_system(node_run: CaseRun) -> None:
+    node_run.assert_fails_with(
+        "inbox_stack_on_a_dnf_system",
         [
             "rdma_fabric_stack is inbox, which this collection installs with apt (Debian, Ubuntu: rdma-core, "
-            "ibverbs-providers, ibverbs-utils, infiniband-diags, perftest); rocky runs Rocky Linux 9.3 (Blue Onyx) "
+            "ibverbs-providers, ibverbs-utils, infiniband-diags, perftest); {host} runs Rocky Linux 9.3 (Blue Onyx) "
             "(package manager dnf). Nothing was changed.",
             "Fix: an apt-based node, or install the RDMA stack with the OS's own tools and set "
             "rdma_fabric_stack: none.",
@@ -231,7 +229,7 @@ def doca_node_cases() -> dict:
             "debian",
             {"rdma_fabric_doca_key_fingerprint": FINGERPRINT},
             [
-                f"debian: the signing key {MIRROR}/linux.mellanox.com/public/repo/doca/GPG-KEY-Mellanox.pub holds "
+                f"{{host}}: the signing key {MIRROR}/linux.mellanox.com/public/repo/doca/GPG-KEY-Mellanox.pub holds "
                 f"{bench} with SHA-256 ",
                 f"but rdma_fabric_doca_key_fingerprint is {FINGERPRINT}: refusing to trust it. Nothing was changed. "
                 "Fix: point gpuops_mirror_url at a mirror holding NVIDIA's key, or correct the pins.",
@@ -241,7 +239,7 @@ def doca_node_cases() -> dict:
             "debian",
             {"rdma_fabric_doca_key_fingerprint": bench, "rdma_fabric_doca_profile": "doca-all"},
             [
-                "debian: rdma_fabric_doca_profile is doca-all, which the DOCA 2.9.0 repository "
+                "{host}: rdma_fabric_doca_profile is doca-all, which the DOCA 2.9.0 repository "
                 f"({MIRROR}/linux.mellanox.com/public/repo/doca/2.9.0/debian12.5/x86_64/) does not carry (it carries "
                 "doca-ofed). Nothing was changed. Fix: rdma_fabric_doca_profile: doca-ofed, or copy that profile into "
                 "the mirror."
@@ -250,8 +248,15 @@ def doca_node_cases() -> dict:
     }
 
 
+@pytest.fixture(scope="module")
+def node_run(tmp_path_factory, nodes: Path) -> CaseRun:
+    """The node cases in one run: inbox on a dnf system, and DOCA's."""
+    doca = doca_node_cases()
+    cases = {case: (node, given(**DOCA, **variables)) for case, (node, variables, _expected) in doca.items()}
+    hosts = node_cases(nodes, {**cases, "inbox_stack_on_a_dnf_system": ("rocky", given())})
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("nodes"), hosts)
+
+
 @pytest.mark.parametrize("case", ["repository_of_the_nodes_os", "key_other_than_the_pin", "profile_the_release_lacks"])
-def test_doca_bad_input_on_a_node(tmp_path: Path, nodes: Path, case: str) -> None:
-    node, variables, expected = doca_node_cases()[case]
-    proc = run_preflight(PLAYBOOK, TAG, tmp_path, ["--inventory", str(nodes)], given(**DOCA, **variables), limit=node)
-    assert_fails_with(proc, node, expected)
+def test_doca_bad_input_on_a_node(node_run: CaseRun, case: str) -> None:
+    node_run.assert_fails_with(case, doca_node_cases()[case][2])
