@@ -1,6 +1,7 @@
 # Copyright: gpuops.bringup contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""rdma_fabric filters: the DOCA-OFED version a release's repository gives this node."""
+"""rdma_fabric filters: the DOCA-OFED version a release's repository gives this node, and whether installing it needs
+a reboot."""
 
 from __future__ import annotations
 
@@ -19,6 +20,15 @@ def _doca_plan(index, installed, profile, release, url, host):
     )
 
 
+def _doca_reboot(ib_core, installed, planned, host):
+    return rdma_fabric.doca_reboot_reason(
+        dict(ib_core),
+        str(installed) if installed else None,
+        str(planned) if planned else None,
+        str(host),
+    )
+
+
 class FilterModule:
     def filters(self):
-        return {"rdma_fabric_doca_plan": _doca_plan}
+        return {"rdma_fabric_doca_plan": _doca_plan, "rdma_fabric_doca_reboot": _doca_reboot}

@@ -139,3 +139,31 @@ def doca_plan(index, installed, profile, release, url, host):
         }
     version = installed if installed in offered else apt.newest(offered)
     return {"version": version, "problem": None}
+
+
+def doca_reboot_reason(ib_core, installed, planned, host):
+    """Why installing the planned DOCA profile needs a reboot before OFED's modules are the ones running, or None.
+
+    ib_core: rdma_fabric_facts' loaded ib_core (loaded, version, srcversion, installed_srcversion) on a node that
+    boots its own kernel; installed, planned: the profile's installed and planned Debian versions. OFED's kernel
+    modules replace loaded ones only at the next boot: the kernel's own ib_core (no version) on a first install;
+    OFED's own on a change of release; and, after a change that was installed but not booted into (a run stopped
+    before its reboot), OFED's ib_core on disk whose source differs from the loaded one's.
+    """
+    if not ib_core.get("loaded"):
+        return None
+    version = ib_core.get("version")
+    if not version:
+        return f"{host} runs its kernel's own ib_core: DOCA-OFED's kernel modules"
+    if installed and planned and installed != planned:
+        return (
+            f"{host} runs DOCA-OFED's ib_core {version} and the DOCA profile moves from {installed} to {planned}: "
+            "the new release's kernel modules"
+        )
+    loaded, on_disk = ib_core.get("srcversion"), ib_core.get("installed_srcversion")
+    if loaded and on_disk and loaded != on_disk:
+        return (
+            f"{host} runs an ib_core ({version}) other than DOCA-OFED's installed for its kernel (an OFED change "
+            "not yet booted into): those kernel modules"
+        )
+    return None

@@ -68,8 +68,11 @@ ansible_facts:
           type: str
         ib_core:
           description: >-
-            The loaded C(ib_core) - C(loaded) (in C(/proc/modules)) and C(version) (C(/sys/module/ib_core/version):
-            OFED's carry one, the kernel's own none).
+            The loaded C(ib_core) - C(loaded) (in C(/proc/modules)), C(version) (C(/sys/module/ib_core/version):
+            OFED's carry one, the kernel's own none), C(srcversion) (C(/sys/module/ib_core/srcversion), the hash of
+            the loaded module's source) and C(installed_srcversion) (C(modinfo -F srcversion) of OFED's
+            C(ib_core) installed for the running kernel); each null when absent. The two hashes differ when OFED
+            changed on disk after the loaded module was loaded (not yet booted into).
           type: dict
         driver_module:
           description: >-
@@ -103,6 +106,7 @@ ansible_facts:
           type: dict
 """
 
+import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
@@ -147,6 +151,21 @@ def driver_module(reader, kernels):
     return None
 
 
+def ib_core(reader, loaded, running_kernel, srcversion):
+    """The loaded ib_core and, when it is OFED's, the source hash of OFED's ib_core on disk for the running kernel."""
+    version = (reader.read("/sys/module/ib_core/version") or "").strip() or None
+    installed = None
+    if loaded and version:
+        found = _find(reader, f"/lib/modules/{running_kernel}/updates", "ib_core")
+        installed = srcversion(reader.path(found["path"])) if found else None
+    return {
+        "loaded": loaded,
+        "version": version,
+        "srcversion": (reader.read("/sys/module/ib_core/srcversion") or "").strip() or None,
+        "installed_srcversion": installed,
+    }
+
+
 def read_gids(reader):
     gids = {}
     for device in reader.listdir("/sys/class/infiniband"):
@@ -169,7 +188,8 @@ def read_gids(reader):
     return gids
 
 
-def gather(reader, params):
+def gather(reader, params, running_kernel, srcversion):
+    """Everything the role reads; srcversion(path) is a module file's source hash (modinfo), or None."""
     kernels = params["kernels"]
     module = driver_module(reader, kernels)
     state = {}
@@ -188,10 +208,7 @@ def gather(reader, params):
         "driver_module": module,
         # One version per DKMS module is what the driver role leaves; the newest should there be more.
         "driver_dkms_version": apt.newest(versions),
-        "ib_core": {
-            "loaded": "ib_core" in loaded,
-            "version": (reader.read("/sys/module/ib_core/version") or "").strip() or None,
-        },
+        "ib_core": ib_core(reader, "ib_core" in loaded, running_kernel, srcversion),
         "kernels": state,
         "peermem": plan,
         "netdevs": reader.listdir("/sys/class/net"),
@@ -213,7 +230,13 @@ def main():
         },
         supports_check_mode=True,
     )
-    module.exit_json(changed=False, ansible_facts={"rdma_fabric": gather(RootedReader(), module.params)})
+
+    def srcversion(path):
+        rc, out, _err = module.run_command(["modinfo", "-F", "srcversion", path])
+        return (out.strip() or None) if rc == 0 else None
+
+    facts = gather(RootedReader(), module.params, os.uname().release, srcversion)
+    module.exit_json(changed=False, ansible_facts={"rdma_fabric": facts})
 
 
 if __name__ == "__main__":

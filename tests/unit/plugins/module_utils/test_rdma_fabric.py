@@ -147,3 +147,37 @@ def test_doca_plan_without_any_profile():
     plan = rdma_fabric.doca_plan({}, None, "doca-ofed", "2.9.0", URL, "n1")
     assert "(it carries no DOCA-Host profile)" in plan["problem"]
     assert "Fix: a DOCA release directory, or copy that profile into the mirror." in plan["problem"]
+
+
+def ib_core(loaded=True, version="24.10-0.7.0", srcversion="AAA", installed_srcversion="AAA"):
+    return {"loaded": loaded, "version": version, "srcversion": srcversion,
+            "installed_srcversion": installed_srcversion}  # fmt: skip
+
+
+OLD, NEW = "2.9.0-1", "2.10.0-1"
+
+
+@pytest.mark.parametrize(
+    ("loaded", "installed", "planned", "reason"),
+    [
+        # Nothing loaded (a node without RDMA modules yet): OFED's load on first use.
+        (ib_core(loaded=False, version=None), None, OLD, None),
+        # A first install over the kernel's own ib_core.
+        (ib_core(version=None, srcversion=None, installed_srcversion=None), None, OLD,
+         "n1 runs its kernel's own ib_core: DOCA-OFED's kernel modules"),
+        # The installed release runs: nothing to reboot for, also when the run re-installs nothing.
+        (ib_core(), OLD, OLD, None),
+        # A release change under running OFED modules.
+        (ib_core(), OLD, NEW,
+         "n1 runs DOCA-OFED's ib_core 24.10-0.7.0 and the DOCA profile moves from 2.9.0-1 to 2.10.0-1: the new "
+         "release's kernel modules"),
+        # That change installed by a run that stopped before its reboot: the re-run still reboots.
+        (ib_core(installed_srcversion="BBB"), NEW, NEW,
+         "n1 runs an ib_core (24.10-0.7.0) other than DOCA-OFED's installed for its kernel (an OFED change not yet "
+         "booted into): those kernel modules"),
+        # No srcversion to compare (a kernel without it, or no OFED ib_core on disk for the running kernel).
+        (ib_core(installed_srcversion=None), OLD, OLD, None),
+    ],
+)  # fmt: skip
+def test_doca_reboot_reason(loaded, installed, planned, reason):
+    assert rdma_fabric.doca_reboot_reason(loaded, installed, planned, "n1") == reason

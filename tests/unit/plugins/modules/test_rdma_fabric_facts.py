@@ -28,6 +28,16 @@ def params(**changes):
     return {"stack": "inbox", "kernels": [KERNEL], **changes}
 
 
+def gather(root, parameters, srcversions=None):
+    """gather over the tree, the running kernel KERNEL, modinfo's srcversion answered from srcversions (path under
+    the tree: hash)."""
+
+    def srcversion(path):
+        return (srcversions or {}).get(path.removeprefix(str(root)))
+
+    return rdma_fabric_facts.gather(RootedReader(str(root)), parameters, KERNEL, srcversion)
+
+
 @pytest.fixture
 def driver(tmp_path):
     for name in DRIVER:
@@ -37,7 +47,7 @@ def driver(tmp_path):
 
 def test_no_driver(tmp_path):
     (tmp_path / "lib" / "modules" / KERNEL).mkdir(parents=True)
-    facts = rdma_fabric_facts.gather(RootedReader(str(tmp_path)), params())
+    facts = gather(tmp_path, params())
     assert facts["driver_module"] is None
     assert facts["peermem"]["status"] == "no_driver"
     assert facts["peermem"]["loaded"] is False
@@ -45,7 +55,7 @@ def test_no_driver(tmp_path):
 
 def test_inbox_driver_built_and_peermem_loaded(driver):
     touch(driver, "/proc/modules", "nvidia_tesla_535_peermem 16384 0 - Live 0x0\nib_core 1 0 - Live 0x0\n")
-    facts = rdma_fabric_facts.gather(RootedReader(str(driver)), params())
+    facts = gather(driver, params())
     assert facts["driver_module"] == "nvidia-tesla-535"
     assert facts["kernels"][KERNEL]["peermem"] == {"path": f"{DKMS}/nvidia-tesla-535-peermem.ko.xz", "mtime": 1000}
     assert facts["peermem"]["status"] == "ready"
@@ -55,7 +65,7 @@ def test_inbox_driver_built_and_peermem_loaded(driver):
 @pytest.mark.parametrize(("ofed_mtime", "status"), [(2000, "rebuild"), (500, "ready")])
 def test_doca_order(driver, ofed_mtime, status):
     touch(driver, f"{DKMS}/ib_core.ko", mtime=ofed_mtime)
-    facts = rdma_fabric_facts.gather(RootedReader(str(driver)), params(stack="doca"))
+    facts = gather(driver, params(stack="doca"))
     assert facts["kernels"][KERNEL]["ofed_ib_core"]["path"] == f"{DKMS}/ib_core.ko"
     assert facts["peermem"]["status"] == status
 
@@ -67,7 +77,7 @@ def test_gids_skip_empty_entries(tmp_path):
     touch(tmp_path, f"{base}/gid_attrs/types/0", "RoCE v2\n")
     touch(tmp_path, f"{base}/gid_attrs/ndevs/0", "ens1np0\n")
     touch(tmp_path, "/sys/class/net/ens1np0/mtu", "9000\n")
-    facts = rdma_fabric_facts.gather(RootedReader(str(tmp_path)), params(kernels=[]))
+    facts = gather(tmp_path, params(kernels=[]))
     assert facts["gids"] == {
         "mlx5_0": {
             "1": [{"index": 0, "gid": "fe80:0000:0000:0000:a288:c2ff:fead:eab8", "type": "RoCE v2", "ndev": "ens1np0"}]
@@ -85,7 +95,7 @@ def test_roce_gid_index_per_port(tmp_path):
                              (3, "0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2")]:  # fmt: skip
         touch(tmp_path, f"{base}/gids/{index}", gid + "\n")
         touch(tmp_path, f"{base}/gid_attrs/types/{index}", kind + "\n")
-    facts = rdma_fabric_facts.gather(RootedReader(str(tmp_path)), params(kernels=[]))
+    facts = gather(tmp_path, params(kernels=[]))
     assert facts["roce_gid_indexes"] == {"mlx5_0/1": 3}
 
 
@@ -94,14 +104,29 @@ def test_dkms_version_and_kernels_ib_core(driver):
     for name in ("535.274.02", "535.261.03", "kernel-6.1.0-28-amd64-x86_64", "source"):
         (driver / "var" / "lib" / "dkms" / "nvidia-tesla-535" / name).mkdir(parents=True)
     touch(driver, "/proc/modules", "ib_core 1 0 - Live 0x0\n")
-    facts = rdma_fabric_facts.gather(RootedReader(str(driver)), params())
+    facts = gather(driver, params())
     assert facts["driver_dkms_version"] == "535.274.02"
-    assert facts["ib_core"] == {"loaded": True, "version": None}
+    assert facts["ib_core"] == {"loaded": True, "version": None, "srcversion": None, "installed_srcversion": None}
 
 
 def test_ofed_ib_core_loaded(driver):
     touch(driver, "/proc/modules", "ib_core 1 0 - Live 0x0\n")
     touch(driver, "/sys/module/ib_core/version", "24.10-0.7.0\n")
-    facts = rdma_fabric_facts.gather(RootedReader(str(driver)), params(stack="doca"))
+    touch(driver, "/sys/module/ib_core/srcversion", "0F1E2D3C4B5A69788796A5B\n")
+    touch(driver, f"/lib/modules/{KERNEL}/updates/dkms/ib_core.ko.xz")
+    facts = gather(driver, params(stack="doca"), {f"/lib/modules/{KERNEL}/updates/dkms/ib_core.ko.xz": "C3B2A1"})
     assert facts["driver_dkms_version"] is None
-    assert facts["ib_core"] == {"loaded": True, "version": "24.10-0.7.0"}
+    assert facts["ib_core"] == {
+        "loaded": True,
+        "version": "24.10-0.7.0",
+        "srcversion": "0F1E2D3C4B5A69788796A5B",
+        "installed_srcversion": "C3B2A1",
+    }
+
+
+def test_no_installed_srcversion_without_ofeds_ib_core_for_the_running_kernel(driver):
+    touch(driver, "/proc/modules", "ib_core 1 0 - Live 0x0\n")
+    touch(driver, "/sys/module/ib_core/version", "24.10-0.7.0\n")
+    touch(driver, "/lib/modules/6.12.0-other/updates/dkms/ib_core.ko.xz")
+    facts = gather(driver, params(stack="doca"), {"/lib/modules/6.12.0-other/updates/dkms/ib_core.ko.xz": "C3B2A1"})
+    assert facts["ib_core"]["installed_srcversion"] is None
