@@ -69,10 +69,10 @@ class CaseRun:
 
     A run costs seconds of controller CPU before its first task (Python, the collection, the roles' argument specs);
     one run per case spent most of the integration suite's time there. A case's host carries the case's variables as
-    host variables (above group variables and role defaults, as extra variables were) and the connection of the node
-    it stands for: the machine running the tests, or a bench node, which several cases then share. Hosts do not see
-    each other's facts or variables, so the cases stay independent; the JSON callback gives each host's results
-    apart. Messages name the host: expected texts say {host} where they name it.
+    host variables (they override group variables and role defaults, which is what the cases set) and the
+    connection of the node it stands for: the machine running the tests, or a bench node, which several cases then
+    share. Hosts do not see each other's facts or variables, so the cases stay independent; the JSON callback gives
+    each host's results apart. Messages name the host: expected texts say {host} where they name it.
     """
 
     def __init__(self, playbook: Path, tag: str, tmp_path: Path, hosts: dict[str, dict]):
@@ -170,7 +170,7 @@ class Nodes:
     def debian_sources(self, node: str, suite: str) -> None:
         """What stage 1 leaves behind: Debian's archive with the components NVIDIA's packages are in, through the
         bench's mirror (a cache), and a fresh package index with apt's periodic stamp. A preflight refreshes an index
-        over an hour old, and cases sharing the node in one run would wait on each other's apt lock."""
+        over an hour old, and of cases sharing the node in one run all but one would fail on apt's lock."""
         self.sh(node, f"echo 'deb {MIRROR}/deb.debian.org/debian {suite} main contrib non-free non-free-firmware' "
                       "> /etc/apt/sources.list && apt-get update -qq && mkdir -p /var/lib/apt/periodic "
                       "&& touch /var/lib/apt/periodic/update-success-stamp")  # fmt: skip
