@@ -151,13 +151,12 @@ def driver_module(reader, kernels):
     return None
 
 
-def ib_core(reader, loaded, running_kernel, srcversion):
-    """The loaded ib_core and, when it is OFED's, the source hash of OFED's ib_core on disk for the running kernel."""
+def ib_core(reader, loaded, ofed_file, srcversion):
+    """The loaded ib_core and, when it is OFED's, the source hash of ofed_file: OFED's ib_core on disk for the running
+    kernel, as gather found it for the node's kernels (os_facts lists every kernel with files under /lib/modules, so
+    a running kernel OFED built for is among them), or None."""
     version = (reader.read("/sys/module/ib_core/version") or "").strip() or None
-    installed = None
-    if loaded and version:
-        found = _find(reader, f"/lib/modules/{running_kernel}/updates", "ib_core")
-        installed = srcversion(reader.path(found["path"])) if found else None
+    installed = srcversion(reader.path(ofed_file["path"])) if loaded and version and ofed_file else None
     return {
         "loaded": loaded,
         "version": version,
@@ -208,7 +207,7 @@ def gather(reader, params, running_kernel, srcversion):
         "driver_module": module,
         # One version per DKMS module is what the driver role leaves; the newest should there be more.
         "driver_dkms_version": apt.newest(versions),
-        "ib_core": ib_core(reader, "ib_core" in loaded, running_kernel, srcversion),
+        "ib_core": ib_core(reader, "ib_core" in loaded, state.get(running_kernel, {}).get("ofed_ib_core"), srcversion),
         "kernels": state,
         "peermem": plan,
         "netdevs": reader.listdir("/sys/class/net"),

@@ -125,8 +125,11 @@ def test_ofed_ib_core_loaded(driver):
 
 
 def test_no_installed_srcversion_without_ofeds_ib_core_for_the_running_kernel(driver):
+    """OFED's ib_core built for another kernel of the node is not the running one's."""
     touch(driver, "/proc/modules", "ib_core 1 0 - Live 0x0\n")
     touch(driver, "/sys/module/ib_core/version", "24.10-0.7.0\n")
     touch(driver, "/lib/modules/6.12.0-other/updates/dkms/ib_core.ko.xz")
-    facts = gather(driver, params(stack="doca"), {"/lib/modules/6.12.0-other/updates/dkms/ib_core.ko.xz": "C3B2A1"})
+    facts = gather(driver, params(stack="doca", kernels=[KERNEL, "6.12.0-other"]),
+                   {"/lib/modules/6.12.0-other/updates/dkms/ib_core.ko.xz": "C3B2A1"})  # fmt: skip
+    assert facts["kernels"]["6.12.0-other"]["ofed_ib_core"] is not None
     assert facts["ib_core"]["installed_srcversion"] is None
