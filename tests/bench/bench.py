@@ -61,7 +61,12 @@ DISTROS = {
 # netavark and aardvark-dns are only Recommends of Debian 12's podman: without
 # them (apt --no-install-recommends) podman falls back to CNI, whose networks
 # have no DNS, and the nodes cannot find the mirror or each other by name.
-HOST_PACKAGES = ("podman", "runc", "netavark", "aardvark-dns", "debootstrap", "gnupg", "apt-utils", "openssh-client")
+# netavark 1.4 sets up its bridges' NAT with iptables, which nothing depends
+# on (podman only Suggests it): without it every image build's RUN step fails
+# with "netavark: No such file or directory (os error 2)".
+HOST_PACKAGES = (
+    "podman", "runc", "netavark", "aardvark-dns", "iptables", "debootstrap", "gnupg", "apt-utils", "openssh-client",
+)  # fmt: skip
 # The two settings ../shared/ENVIRONMENT.md found necessary on this host:
 # runc (crun fails on hybrid cgroups) and ulimits within the host's limits;
 # and netavark named, since podman keeps CNI once a CNI network exists.
