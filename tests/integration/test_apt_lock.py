@@ -1,0 +1,75 @@
+"""The shared index refresh waits for another apt holding the lists lock, and stops at once on any other failure.
+
+On a freshly booted node apt-daily or unattended-upgrades often hold /var/lib/apt/lists/lock; apt-get update does not
+wait for it. Here a process on a bench node holds that lock (an fcntl lock, as apt takes it) for some seconds while the
+refresh runs: the refresh retries until the lock is free, then succeeds. A source that cannot be fetched fails on the
+first attempt.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from preflight_harness import MIRROR, ROOT, bench_nodes
+
+PLAYBOOK = Path(__file__).with_name("apt_index.yml")
+NODE = "node"
+TASK = "Refresh the package index when it is over an hour old"
+# Holds apt's lists lock the way apt does (fcntl, whole file), says so, and lets go after HOLD seconds.
+HOLD = 12
+HOLDER = (
+    "import fcntl, time; f = open('/var/lib/apt/lists/lock', 'w'); fcntl.lockf(f, fcntl.LOCK_EX); "
+    f"open('/tmp/apt-lock-held', 'w').close(); time.sleep({HOLD})"
+)
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    with bench_nodes(tmp_path_factory, "apt-lock", [{"name": NODE, "image": "debian13"}]) as started:
+        started.debian_sources(NODE, "trixie")
+        yield started
+
+
+def refresh(inventory: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["ansible-playbook", "-i", str(inventory), str(PLAYBOOK)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
+    )
+
+
+def test_the_refresh_waits_for_the_lists_lock(node) -> None:
+    container = node.containers[NODE]
+    node.sh(NODE, "rm -f /tmp/apt-lock-held")
+    subprocess.run(["podman", "exec", "-d", container, "python3", "-c", HOLDER], check=True)
+    for _ in range(50):
+        if subprocess.run(["podman", "exec", container, "test", "-e", "/tmp/apt-lock-held"]).returncode == 0:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the lock holder did not start")
+    started = time.monotonic()
+    proc = refresh(node.inventory)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    # It met the lock (so it waited, not just ran after the holder), and succeeded once the lock was free.
+    assert f"FAILED - RETRYING: [{NODE}]: {TASK}" in output, output[-3000:]
+    assert time.monotonic() - started >= HOLD - 2
+
+
+def test_any_other_failure_stops_at_once(node) -> None:
+    node.sh(NODE, f"echo 'deb {MIRROR}/no-such-repository trixie main' > /etc/apt/sources.list.d/broken.list")
+    try:
+        proc = refresh(node.inventory)
+    finally:
+        node.sh(NODE, "rm -f /etc/apt/sources.list.d/broken.list")
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "no-such-repository" in output and "FAILED - RETRYING" not in output, output[-3000:]
