@@ -13,6 +13,7 @@ import re
 from ansible_collections.gpuops.bringup.plugins.module_utils import nccl_tests
 
 CHECKSUM = re.compile(r"^sha256:[0-9a-f]{64}$")
+CUDA_BUILD = re.compile(r"\+cuda\d+\.\d+$")
 GDR_MODES = ("auto", "required", "ignore")
 BENCHMARKS = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf")
 FABRIC_STATE = "/var/lib/gpuops/rdma_fabric/state.json"
@@ -61,6 +62,18 @@ def _group_problems(group, groups, play_hosts):
     return []
 
 
+def _nccl_problems(source, version):
+    # NVIDIA names each NCCL build for the CUDA release it was built with; a version without it matches none of
+    # its packages, and which build is wanted is the operator's choice, not the role's.
+    if source == "cuda_repo" and version and not CUDA_BUILD.search(version):
+        return [
+            f"nccl_tests_nccl_version is {version!r}, which names no CUDA build: NVIDIA's repository names its NCCL "
+            "packages <NCCL version>+cuda<CUDA version>. Fix: the full version, e.g. "
+            'nccl_tests_nccl_version: 2.23.4-1+cuda12.6, or "" for that default.'
+        ]
+    return []
+
+
 def input_problems(params, hardware, published, profiles, groups, play_hosts, node):
     """Every problem of the role's variables and the node's profile, each a sentence with its fix."""
     problems = []
@@ -69,8 +82,9 @@ def input_problems(params, hardware, published, profiles, groups, play_hosts, no
         problems.append(
             f"nccl_tests_source_checksum is {checksum!r}: the nccl-tests source {params.get('source_url')} must be "
             "verified. Fix: nccl_tests_source_checksum: sha256:<64 hex digits>, the sha256sum of the tarball you "
-            "reviewed (the role has no default: nobody here could download the upstream one)."
+            "reviewed."
         )
+    problems += _nccl_problems(params.get("nccl_source"), params.get("nccl_version") or "")
     benchmarks = params.get("benchmarks") or []
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
     if unknown or not benchmarks:

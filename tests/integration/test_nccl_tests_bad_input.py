@@ -3,7 +3,8 @@ the fix.
 
 The variables are checked before any node is read, so every case runs against the machine running the tests, in an
 inventory that puts it in the hardware profile's group (and, for the multi-node cases, in a group of its own). The
-control case passes that check and stops at the first check of the node: the machine is Debian 12, not 13.
+control case passes that check and stops at the first check of the node: the machine is Debian 12, which carries
+no NCCL.
 """
 
 from __future__ import annotations
@@ -71,12 +72,31 @@ CASES = {
         ["localhost's hardware profile 'cpu_node' has no GPU (gpuops_hardware.gpu.count is 0): nccl-tests needs "
          "GPUs. Fix: run the nccl_tests stage on GPU nodes only."],
     ),
+    "nccl_source_unknown": (
+        {"nccl_tests_nccl_source": "nvidia"},
+        ["value of nccl_tests_nccl_source must be one of: distribution, cuda_repo, got: nvidia"],
+    ),
+    "cuda_repo_version_without_its_cuda_build": (
+        {"nccl_tests_nccl_source": "cuda_repo", "nccl_tests_nccl_version": "2.23.4-1"},
+        ["nccl_tests_nccl_version is '2.23.4-1', which names no CUDA build: NVIDIA's repository names its NCCL "
+         "packages <NCCL version>+cuda<CUDA version>. Fix: the full version, e.g. nccl_tests_nccl_version: "
+         '2.23.4-1+cuda12.6, or "" for that default.'],
+    ),
+    "cuda_repo_on_debian_12": (
+        {"nccl_tests_nccl_source": "cuda_repo"},
+        ["nccl_tests_nccl_source is cuda_repo (NVIDIA's CUDA repository), whose NCCL packages this collection "
+         "installs on Ubuntu 22.04 and 24.04 (NVIDIA's ubuntu2204 and ubuntu2404 repositories); localhost runs "
+         "Debian GNU/Linux 12 (bookworm) (ID=debian, VERSION_ID=12). Fix: one of those releases, or "
+         "nccl_tests_nccl_source: distribution on Debian 13."],
+    ),
     # The control: the role's defaults (its nccl-tests tarball and checksum included) and the hardware profile pass;
     # the first check of the node stops at this machine's OS.
     "valid_variables_on_an_unsupported_os": (
         {},
-        ["nccl_tests supports Debian 13, whose contrib component carries libnccl2 and libnccl-dev 2.22.3-1-1 and "
-         "whose main carries Open MPI 5.0.7-1. Fix: a Debian 13 node."],
+        ["nccl_tests_nccl_source is distribution (the OS's own libnccl2 and libnccl-dev), which this collection "
+         "supports on Debian 13 (contrib, NCCL 2.22.3); localhost runs Debian GNU/Linux 12 (bookworm)",
+         "Fix: a Debian 13 node, or nccl_tests_nccl_source: cuda_repo on Ubuntu 22.04 or 24.04. Debian 12 carries "
+         "no NCCL, and NVIDIA's debian12 repository none either."],
     ),
 }  # fmt: skip
 

@@ -30,6 +30,10 @@ def problems(**changes):
 def test_valid_variables_have_no_problem():
     assert problems() == []
     assert problems(gates={"pcie_l40s_4gpu": 50, "hgx_h100_8gpu": 470}, multinode_group="pair") == []
+    # NVIDIA's build names its CUDA release; Debian's versions name none; empty is the source's default.
+    assert problems(nccl_source="cuda_repo", nccl_version="2.21.5-1+cuda12.4") == []
+    assert problems(nccl_source="cuda_repo", nccl_version="") == []
+    assert problems(nccl_source="distribution", nccl_version="2.22.3-1-1") == []
 
 
 @pytest.mark.parametrize(
@@ -39,6 +43,14 @@ def test_valid_variables_have_no_problem():
         ({"gates": {"hgx_h100_8gpu": "fast"}}, "nccl_tests_gates.hgx_h100_8gpu is 'fast', not a bus bandwidth"),
         ({"multinode_group": "lonely"}, "nccl_tests_multinode_group 'lonely' has 1 host (a): a multi-node run needs"),
         ({"source_checksum": "md5:abc"}, "nccl_tests_source_checksum is 'md5:abc': the nccl-tests source"),
+        (
+            {"nccl_source": "cuda_repo", "nccl_version": "2.23.4-1"},
+            "nccl_tests_nccl_version is '2.23.4-1', which names no CUDA build",
+        ),
+        (
+            {"nccl_source": "cuda_repo", "nccl_version": "2.23.4-1+cuda12"},
+            "nccl_tests_nccl_version is '2.23.4-1+cuda12', which names no CUDA build",
+        ),
     ],
 )
 def test_each_problem_names_the_variable_and_the_fix(changes, start):
