@@ -49,12 +49,12 @@ def test_the_refresh_waits_for_the_lists_lock(node) -> None:
     container = node.containers[NODE]
     node.sh(NODE, "rm -f /tmp/apt-lock-held")
     subprocess.run(["podman", "exec", "-d", container, "python3", "-c", HOLDER], check=True)
-    for _ in range(50):
-        if subprocess.run(["podman", "exec", container, "test", "-e", "/tmp/apt-lock-held"]).returncode == 0:
-            break
+    deadline = time.monotonic() + 10
+    held = ["podman", "exec", container, "test", "-e", "/tmp/apt-lock-held"]
+    while subprocess.run(held, check=False).returncode != 0:
+        if time.monotonic() > deadline:
+            pytest.fail("the lock holder did not start")
         time.sleep(0.2)
-    else:
-        pytest.fail("the lock holder did not start")
     started = time.monotonic()
     proc = refresh(node.inventory)
     output = proc.stdout + proc.stderr

@@ -49,7 +49,7 @@ BOOKWORM_OPENMPI = "4.1.4-3+b1"
 def nodes(tmp_path_factory):
     specs = [{"name": name, "image": "debian12", "hardware": "hgx_h100_8gpu"} for name in UBUNTU]
     with bench_nodes(tmp_path_factory, GROUP, specs) as started:
-        for name, (release, _, _) in UBUNTU.items():
+        for name, (release, *_unused) in UBUNTU.items():
             started.debian_sources(name, "bookworm")
             started.sh(name, "rm -f /etc/os-release")
             subprocess.run(["podman", "cp", str(RELEASES / release), f"{started.containers[name]}:/etc/os-release"],
@@ -64,7 +64,7 @@ def matrix_run(tmp_path_factory, nodes: Path) -> CaseRun:
         **{f"openmpi_{node}": (node, CUDA_REPO) for node in UBUNTU},
         **{f"passes_{node}": (node, {**CUDA_REPO, "nccl_tests_openmpi_version": BOOKWORM_OPENMPI}) for node in UBUNTU},
         **{f"older_{node}": (node, {**CUDA_REPO, "nccl_tests_openmpi_version": BOOKWORM_OPENMPI,
-                                    "nccl_tests_nccl_version": older}) for node, (_, _, older) in UBUNTU.items()},
+                                    "nccl_tests_nccl_version": UBUNTU[node][2]}) for node in UBUNTU},
         **{f"missing_{node}": (node, {**CUDA_REPO, "nccl_tests_nccl_version": "2.22.3-1+cuda12.6"}) for node in UBUNTU},
         **{f"distribution_{node}": (node, {"gpuops_hardware": H100}) for node in UBUNTU},
         # The role's own pin (NVIDIA's key) against the bench's mirror, signed by the bench's key.
