@@ -13,6 +13,7 @@ import re
 from ansible_collections.gpuops.bringup.plugins.module_utils import nccl_tests
 
 CHECKSUM = re.compile(r"^sha256:[0-9a-f]{64}$")
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
 CUDA_BUILD = re.compile(r"\+cuda\d+\.\d+$")
 GDR_MODES = ("auto", "required", "ignore")
 BENCHMARKS = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf")
@@ -62,6 +63,27 @@ def _group_problems(group, groups, play_hosts):
     return []
 
 
+def _source_problems(params):
+    url, commit = params.get("source_url"), params.get("source_commit") or ""
+    if commit:
+        # A tag or branch can be moved to other code; only the full commit pins what is built.
+        if not COMMIT.match(commit):
+            return [
+                f"nccl_tests_source_commit is {commit!r}, which is no full commit: a tag or branch can move, so the "
+                f"source {url} would not be pinned. Fix: the commit's full 40-digit SHA-1 (git rev-parse "
+                f"{commit}^{{commit}} in a clone), or nccl_tests_source_commit: '' for the checksum-pinned tarball."
+            ]
+        return []
+    checksum = params.get("source_checksum") or ""
+    if not CHECKSUM.match(checksum):
+        return [
+            f"nccl_tests_source_checksum is {checksum!r}: the nccl-tests source {url} must be verified. Fix: "
+            "nccl_tests_source_checksum: sha256:<64 hex digits>, the sha256sum of the tarball you reviewed, or a git "
+            "repository in nccl_tests_source_url with nccl_tests_source_commit."
+        ]
+    return []
+
+
 def _nccl_problems(source, version):
     # NVIDIA names each NCCL build for the CUDA release it was built with; a version without it matches none of
     # its packages, and which build is wanted is the operator's choice, not the role's.
@@ -76,15 +98,7 @@ def _nccl_problems(source, version):
 
 def input_problems(params, hardware, published, profiles, groups, play_hosts, node):
     """Every problem of the role's variables and the node's profile, each a sentence with its fix."""
-    problems = []
-    checksum = params.get("source_checksum") or ""
-    if not CHECKSUM.match(checksum):
-        problems.append(
-            f"nccl_tests_source_checksum is {checksum!r}: the nccl-tests source {params.get('source_url')} must be "
-            "verified. Fix: nccl_tests_source_checksum: sha256:<64 hex digits>, the sha256sum of the tarball you "
-            "reviewed."
-        )
-    problems += _nccl_problems(params.get("nccl_source"), params.get("nccl_version") or "")
+    problems = _source_problems(params) + _nccl_problems(params.get("nccl_source"), params.get("nccl_version") or "")
     benchmarks = params.get("benchmarks") or []
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
     if unknown or not benchmarks:

@@ -35,6 +35,7 @@ import tarfile
 import tempfile
 import time
 import urllib.request
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -369,8 +370,8 @@ def build_local_repo() -> dict:
         # What tests pin the stand-in repositories by, where production pins the vendor's key.
         "local_repo_key_fingerprint": key_fingerprint(keyfile),
         "standin_repos": build_standin_repos(keyfile),
-        "standin_sources": build_standin_sources(),
     }
+    info["standin_sources"], info["standin_git"] = build_standin_sources()
     write_if_changed(mirror_root() / "mirror.json", json.dumps(info, indent=2) + "\n")
     return info
 
@@ -443,21 +444,23 @@ def build_standin_repos(keyfile: Path) -> dict:
     return published
 
 
-def build_standin_sources() -> dict:
-    """Source tarballs no reachable host serves, at their upstream paths in the mirror, holding stand-ins.
+def build_standin_sources() -> tuple[dict, dict]:
+    """Sources no reachable host serves, at their upstream paths in the mirror, holding stand-ins.
 
     tests/standins/<dir>/source.json names the upstream path (`path`: host and path, the mirror layout), the
     tarball's top directory (`prefix`, as GitHub's archive names it) and the `files` of the directory it holds.
     The tarball is reproducible (sorted names, fixed mtime, owner and modes, gzip without a timestamp), so its
-    sha256 stays the same until a file changes, and tests can pin it. Returns {path: sha256}.
+    sha256 stays the same until a file changes, and tests can pin it. With `git` (host and path of the upstream
+    repository), the same files are also published there as a git repository of one commit, served over git's
+    "dumb" HTTP protocol (static files). Returns ({path: sha256}, {git path: commit}).
     """
-    published = {}
+    published, commits = {}, {}
     for spec_file in sorted(STANDINS.glob("*/source.json")):
         spec = json.loads(spec_file.read_text())
+        files = {name: (spec_file.parent / name).read_bytes() for name in sorted(spec["files"])}
         buffer = io.BytesIO()
         with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
-            for name in sorted(spec["files"]):
-                data = (spec_file.parent / name).read_bytes()
+            for name, data in files.items():
                 info = tarfile.TarInfo(f"{spec['prefix']}/{name}")
                 info.size, info.mode, info.mtime, info.uname, info.gname = len(data), 0o644, 0, "root", "root"
                 tar.addfile(info, io.BytesIO(data))
@@ -466,7 +469,62 @@ def build_standin_sources() -> dict:
         if not target.exists() or target.read_bytes() != buffer.getvalue():
             target.write_bytes(buffer.getvalue())
         published[spec["path"]] = hashlib.sha256(buffer.getvalue()).hexdigest()
-    return published
+        if spec.get("git"):
+            commits[spec["git"]] = publish_git_repository(mirror_root() / "www" / spec["git"], files)
+    return published, commits
+
+
+def _git_object(objects: dict, kind: str, data: bytes) -> bytes:
+    body = f"{kind} {len(data)}".encode() + b"\0" + data
+    sha = hashlib.sha1(body, usedforsecurity=False).digest()
+    objects[sha.hex()] = zlib.compress(body)
+    return sha
+
+
+def _git_tree(objects: dict, files: dict) -> bytes:
+    # Entries sorted as git sorts them: a directory by its name followed by "/".
+    entries, subdirs = [], {}
+    for name, data in files.items():
+        head, _, rest = name.partition("/")
+        if rest:
+            subdirs.setdefault(head, {})[rest] = data
+        else:
+            entries.append((name, b"100644", _git_object(objects, "blob", data)))
+    entries += [(name + "/", b"40000", _git_tree(objects, sub)) for name, sub in subdirs.items()]
+    body = b"".join(mode + b" " + name.rstrip("/").encode() + b"\0" + sha for name, mode, sha in sorted(entries))
+    return _git_object(objects, "tree", body)
+
+
+def publish_git_repository(target: Path, files: dict) -> str:
+    """A bare git repository of one commit holding `files`, written without git: loose objects, refs/heads/main,
+    HEAD and the info/refs file git's dumb HTTP protocol reads. The commit (fixed author, committer and time) is the
+    same until a file changes, so tests can pin it; the repository is rewritten only then. Returns the commit."""
+    objects: dict = {}
+    tree = _git_tree(objects, files)
+    who = "gpuops.bringup test bench <bench@gpuops.test> 0 +0000"
+    message = "gpuops bench stand-in (tests/standins/README.md)\n"
+    commit = _git_object(objects, "commit", f"tree {tree.hex()}\nauthor {who}\ncommitter {who}\n\n{message}".encode())
+    head = target / "refs" / "heads" / "main"
+    if head.is_file() and head.read_text().strip() == commit.hex():
+        return commit.hex()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent))
+    for sha, data in objects.items():
+        (staging / "objects" / sha[:2]).mkdir(parents=True, exist_ok=True)
+        (staging / "objects" / sha[:2] / sha[2:]).write_bytes(data)
+    (staging / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (staging / "objects" / "info" / "packs").write_text("")
+    (staging / "refs" / "heads").mkdir(parents=True)
+    (staging / "refs" / "heads" / "main").write_text(commit.hex() + "\n")
+    (staging / "info").mkdir()
+    (staging / "info" / "refs").write_text(f"{commit.hex()}\trefs/heads/main\n")
+    (staging / "HEAD").write_text("ref: refs/heads/main\n")
+    for path in staging.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    staging.chmod(0o755)
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return commit.hex()
 
 
 def build_standin_package(source: Path, repo: Path, path: str, versions: list[str], spec: dict) -> list[str]:

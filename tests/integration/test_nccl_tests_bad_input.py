@@ -53,6 +53,12 @@ CASES = {
         ["nccl_tests_source_checksum is '': the nccl-tests source https://github.com/NVIDIA/nccl-tests/archive/"
          "v2.16.3.tar.gz must be verified. Fix: nccl_tests_source_checksum: sha256:<64 hex digits>"],
     ),
+    "source_commit_not_a_commit": (
+        {"nccl_tests_source_url": "https://github.com/NVIDIA/nccl-tests.git", "nccl_tests_source_commit": "v2.16.3"},
+        ["nccl_tests_source_commit is 'v2.16.3', which is no full commit: a tag or branch can move, so the source "
+         "https://github.com/NVIDIA/nccl-tests.git would not be pinned. Fix: the commit's full 40-digit SHA-1 (git "
+         "rev-parse v2.16.3^{commit} in a clone), or nccl_tests_source_commit: '' for the checksum-pinned tarball."],
+    ),
     "benchmark_unknown": (
         {"nccl_tests_benchmarks": ["all_reduce_perf", "sendrecv_perf"]},
         ["nccl_tests_benchmarks is ['all_reduce_perf', 'sendrecv_perf'], which names unknown benchmarks. Fix: one or "

@@ -34,6 +34,11 @@ def test_valid_variables_have_no_problem():
     assert problems(nccl_source="cuda_repo", nccl_version="2.21.5-1+cuda12.4") == []
     assert problems(nccl_source="cuda_repo", nccl_version="") == []
     assert problems(nccl_source="distribution", nccl_version="2.22.3-1-1") == []
+    # A full commit pins a git source: no checksum is asked for.
+    commit = "c8f02eeedd904748f0d8921225904dffc7f54a75"
+    assert (
+        problems(source_url="https://github.com/NVIDIA/nccl-tests.git", source_commit=commit, source_checksum="") == []
+    )
 
 
 @pytest.mark.parametrize(
@@ -43,6 +48,14 @@ def test_valid_variables_have_no_problem():
         ({"gates": {"hgx_h100_8gpu": "fast"}}, "nccl_tests_gates.hgx_h100_8gpu is 'fast', not a bus bandwidth"),
         ({"multinode_group": "lonely"}, "nccl_tests_multinode_group 'lonely' has 1 host (a): a multi-node run needs"),
         ({"source_checksum": "md5:abc"}, "nccl_tests_source_checksum is 'md5:abc': the nccl-tests source"),
+        (
+            {"source_url": "https://github.com/NVIDIA/nccl-tests.git", "source_commit": "v2.16.3"},
+            "nccl_tests_source_commit is 'v2.16.3', which is no full commit: a tag or branch can move",
+        ),
+        (
+            {"source_commit": "C8F02EEEDD904748F0D8921225904DFFC7F54A75"},
+            "nccl_tests_source_commit is 'C8F02EEEDD904748F0D8921225904DFFC7F54A75', which is no full commit",
+        ),
         (
             {"nccl_source": "cuda_repo", "nccl_version": "2.23.4-1"},
             "nccl_tests_nccl_version is '2.23.4-1', which names no CUDA build",
