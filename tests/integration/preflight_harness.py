@@ -18,7 +18,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "tests" / "bench" / "bench.py"
 MIRROR = "http://gpuops-mirror:8080"
-UBUNTU_OS_RELEASE = ROOT / "tests" / "fixtures" / "os-release" / "ubuntu-24.04"
+# Real os-release files of other OSes (sources in tests/fixtures/SOURCES.md).
+RELEASES = ROOT / "tests" / "fixtures" / "os-release"
+# The bench's key signs its stand-in repositories; the bench records its fingerprint (templated by Ansible).
+BENCH_KEY_FINGERPRINT = (
+    "{{ (lookup('ansible.builtin.file', playbook_dir ~ '/../../.bench/mirror/mirror.json') | from_json)"
+    ".local_repo_key_fingerprint }}"
+)
 
 
 def unfold(text: str) -> str:
@@ -175,11 +181,16 @@ class Nodes:
                       "> /etc/apt/sources.list && apt-get update -qq && mkdir -p /var/lib/apt/periodic "
                       "&& touch /var/lib/apt/periodic/update-success-stamp")  # fmt: skip
 
-    def ubuntu(self, node: str) -> None:
-        """A real Ubuntu 24.04 os-release (tests/fixtures/os-release, public) in place of Debian's."""
+    def os_release(self, node: str, release: str) -> None:
+        """A real os-release of another OS (tests/fixtures/os-release) in place of Debian's, which is a link to
+        /usr/lib/os-release: the link is replaced by the file."""
         self.sh(node, "rm -f /etc/os-release")
-        subprocess.run(["podman", "cp", str(UBUNTU_OS_RELEASE), f"{self.containers[node]}:/etc/os-release"],
+        subprocess.run(["podman", "cp", str(RELEASES / release), f"{self.containers[node]}:/etc/os-release"],
                        check=True)  # fmt: skip
+
+    def ubuntu(self, node: str) -> None:
+        """A real Ubuntu 24.04 os-release in place of Debian's."""
+        self.os_release(node, "ubuntu-24.04")
 
 
 @contextlib.contextmanager

@@ -14,7 +14,6 @@ checks, in check mode, and changes nothing.
 from __future__ import annotations
 
 import json
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,7 +21,6 @@ import pytest
 from preflight_harness import MIRROR, ROOT, CaseRun, bench_nodes, local_cases, node_cases
 
 PLAYBOOK = Path(__file__).with_name("cuda_toolkit_preflight.yml")
-RELEASES = ROOT / "tests" / "fixtures" / "os-release"
 TAG = "cuda_toolkit_preflight"
 GROUP = "cuda-preflight"
 
@@ -254,9 +252,7 @@ def nodes(tmp_path_factory):
         with ThreadPoolExecutor() as pool:
             list(pool.map(prepare, [node for node, (_image, packages) in NODES.items() if packages is not None]))
         started.ubuntu("ubuntu")
-        started.sh("pop", "rm -f /etc/os-release")
-        subprocess.run(["podman", "cp", str(RELEASES / "pop-22.04"), f"{started.containers['pop']}:/etc/os-release"],
-                       check=True)  # fmt: skip
+        started.os_release("pop", "pop-22.04")
         yield started.inventory
 
 

@@ -19,7 +19,6 @@ import pytest
 from preflight_harness import MIRROR, ROOT, bench_nodes, unfold
 
 PLAYBOOK = ROOT / "tests" / "integration" / "cuda_toolkit_preflight.yml"
-RELEASES = ROOT / "tests" / "fixtures" / "os-release"
 GROUP = "cuda-os-matrix"
 UPSTREAM = "https://developer.download.nvidia.com/compute/cuda/repos"
 # release -> (NVIDIA's repository for it, its key file)
@@ -43,10 +42,7 @@ def matrix(tmp_path_factory):
     specs = [{"name": instance(r), "image": "debian12"} for r in REPOSITORIES]
     with bench_nodes(tmp_path_factory, GROUP, specs) as nodes:
         for release in REPOSITORIES:
-            # /etc/os-release links to /usr/lib/os-release on Debian: replace the link by the file.
-            nodes.sh(instance(release), "rm -f /etc/os-release")
-            subprocess.run(["podman", "cp", str(RELEASES / release),
-                            f"{nodes.containers[instance(release)]}:/etc/os-release"], check=True)  # fmt: skip
+            nodes.os_release(instance(release), release)
         variables = nodes.inventory.with_name("vars.json")
         key = json.loads((ROOT / ".bench" / "mirror" / "mirror.json").read_text())["local_repo_key_fingerprint"]
         variables.write_text(

@@ -9,21 +9,14 @@ their preflight reads the node and checks, in check mode, and changes nothing.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from preflight_harness import MIRROR, CaseRun, bench_nodes, local_cases, node_cases
+from preflight_harness import BENCH_KEY_FINGERPRINT, MIRROR, CaseRun, bench_nodes, local_cases, node_cases
 
 PLAYBOOK = Path(__file__).with_name("driver_preflight.yml")
-ROCKY_OS_RELEASE = Path(__file__).resolve().parents[1] / "fixtures" / "os-release" / "rocky-9.3"
 TAG = "nvidia_driver_preflight"
 GROUP = "driver-preflight"
-# The bench's key signs its stand-in repositories; the bench records its fingerprint (templated by Ansible).
-BENCH_KEY_FINGERPRINT = (
-    "{{ (lookup('ansible.builtin.file', playbook_dir ~ '/../../.bench/mirror/mirror.json') | from_json)"
-    ".local_repo_key_fingerprint }}"
-)
 
 LOCAL_CASES = {
     "version_pin_without_branch": (
@@ -306,10 +299,7 @@ def nodes(tmp_path_factory):
         started.debian_sources("l40s", "trixie")
         started.debian_sources("h100", "bookworm")
         started.ubuntu("ubuntu")
-        # A real Rocky Linux 9.3 os-release (tests/fixtures/os-release, public) in place of Debian's.
-        started.sh("rocky", "rm -f /etc/os-release")
-        subprocess.run(["podman", "cp", str(ROCKY_OS_RELEASE), f"{started.containers['rocky']}:/etc/os-release"],
-                       check=True)  # fmt: skip
+        started.os_release("rocky", "rocky-9.3")
         yield started.inventory
 
 

@@ -9,20 +9,14 @@ preflight runs, in check mode: installing needs the real OS. Rocky and RHEL are 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from preflight_harness import MIRROR, CaseRun, bench_nodes, node_cases
+from preflight_harness import BENCH_KEY_FINGERPRINT, MIRROR, CaseRun, bench_nodes, node_cases
 
 PLAYBOOK = Path(__file__).with_name("driver_preflight.yml")
 TAG = "nvidia_driver_preflight"
 GROUP = "driver-os-matrix"
-RELEASES = Path(__file__).resolve().parents[1] / "fixtures" / "os-release"
-BENCH_KEY_FINGERPRINT = (
-    "{{ (lookup('ansible.builtin.file', playbook_dir ~ '/../../.bench/mirror/mirror.json') | from_json)"
-    ".local_repo_key_fingerprint }}"
-)
 CUDA_REPO = {
     "nvidia_driver_source": "cuda_repo",
     "nvidia_driver_branch": "550",
@@ -41,9 +35,7 @@ def nodes(tmp_path_factory):
         for name, release in {**UBUNTU, **REFUSED}.items():
             # Debian's archive through the mirror for the kernel headers the plan reads; the OS's os-release.
             started.debian_sources(name, "bookworm")
-            started.sh(name, "rm -f /etc/os-release")
-            subprocess.run(["podman", "cp", str(RELEASES / release), f"{started.containers[name]}:/etc/os-release"],
-                           check=True)  # fmt: skip
+            started.os_release(name, release)
         yield started.inventory
 
 

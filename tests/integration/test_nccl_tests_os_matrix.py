@@ -11,20 +11,14 @@ pin being asked for, another passes with Debian 12's Open MPI pinned instead.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from preflight_harness import MIRROR, CaseRun, bench_nodes, node_cases
+from preflight_harness import BENCH_KEY_FINGERPRINT, MIRROR, CaseRun, bench_nodes, node_cases
 
 PLAYBOOK = Path(__file__).with_name("nccl_tests_preflight.yml")
 TAG = "nccl_tests_preflight"
 GROUP = "nccl-os-matrix"
-RELEASES = Path(__file__).resolve().parents[1] / "fixtures" / "os-release"
-BENCH_KEY_FINGERPRINT = (
-    "{{ (lookup('ansible.builtin.file', playbook_dir ~ '/../../.bench/mirror/mirror.json') | from_json)"
-    ".local_repo_key_fingerprint }}"
-)
 H100 = {
     "profile": "hgx_h100_8gpu",
     "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8},
@@ -51,9 +45,7 @@ def nodes(tmp_path_factory):
     with bench_nodes(tmp_path_factory, GROUP, specs) as started:
         for name, (release, *_unused) in UBUNTU.items():
             started.debian_sources(name, "bookworm")
-            started.sh(name, "rm -f /etc/os-release")
-            subprocess.run(["podman", "cp", str(RELEASES / release), f"{started.containers[name]}:/etc/os-release"],
-                           check=True)  # fmt: skip
+            started.os_release(name, release)
         yield started.inventory
 
 
