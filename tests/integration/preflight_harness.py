@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "tests" / "bench" / "bench.py"
 MIRROR = "http://gpuops-mirror:8080"
@@ -25,6 +27,11 @@ BENCH_KEY_FINGERPRINT = (
     "{{ (lookup('ansible.builtin.file', playbook_dir ~ '/../../.bench/mirror/mirror.json') | from_json)"
     ".local_repo_key_fingerprint }}"
 )
+
+
+def hardware_profile(name: str) -> dict:
+    """The gpuops_hardware of a profile the inventory ships (inventory/group_vars/<name>.yml)."""
+    return yaml.safe_load((ROOT / "inventory" / "group_vars" / f"{name}.yml").read_text())["gpuops_hardware"]
 
 
 def unfold(text: str) -> str:

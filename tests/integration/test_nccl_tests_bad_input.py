@@ -14,15 +14,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from preflight_harness import assert_fails_with, run_preflight
+from preflight_harness import assert_fails_with, hardware_profile, run_preflight
 
 PLAYBOOK = Path(__file__).with_name("nccl_tests_preflight.yml")
 TAG = "nccl_tests_preflight"
-H100 = {
-    "profile": "hgx_h100_8gpu",
-    "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8},
-    "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"},
-}
+# The inventory's own profile.
+H100 = hardware_profile("hgx_h100_8gpu")
 CASES = {
     "gate_for_an_unknown_profile": (
         {"nccl_tests_gates": {"hgx_h100_8gpux": 480}},

@@ -14,16 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from preflight_harness import BENCH_KEY_FINGERPRINT, MIRROR, CaseRun, bench_nodes, node_cases
+from preflight_harness import BENCH_KEY_FINGERPRINT, MIRROR, CaseRun, bench_nodes, hardware_profile, node_cases
 
 PLAYBOOK = Path(__file__).with_name("nccl_tests_preflight.yml")
 TAG = "nccl_tests_preflight"
 GROUP = "nccl-os-matrix"
-H100 = {
-    "profile": "hgx_h100_8gpu",
-    "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8},
-    "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"},
-}
+# The inventory's own profile.
+H100 = hardware_profile("hgx_h100_8gpu")
 CUDA_REPO = {
     "gpuops_hardware": H100,
     "nccl_tests_nccl_source": "cuda_repo",
