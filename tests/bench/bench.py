@@ -485,7 +485,7 @@ def _git_tree(objects: dict, files: dict) -> bytes:
     # Entries sorted as git sorts them: a directory by its name followed by "/".
     entries, subdirs = [], {}
     for name, data in files.items():
-        head, _, rest = name.partition("/")
+        head, rest = name.split("/", 1) if "/" in name else (name, "")
         if rest:
             subdirs.setdefault(head, {})[rest] = data
         else:
