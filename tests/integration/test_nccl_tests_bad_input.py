@@ -99,7 +99,7 @@ CASES = {
         ["nccl_tests_nccl_source is distribution (the OS's own libnccl2 and libnccl-dev), which this collection "
          "supports on Debian 13 (contrib, NCCL 2.22.3); localhost runs Debian GNU/Linux 12 (bookworm)",
          "Fix: a Debian 13 node, or nccl_tests_nccl_source: cuda_repo on Ubuntu 22.04 or 24.04. Debian 12 carries "
-         "no NCCL, and NVIDIA's debian12 repository none either."],
+         "no NCCL, and NVIDIA publishes its NCCL packages for Ubuntu and RHEL."],
     ),
 }  # fmt: skip
 
