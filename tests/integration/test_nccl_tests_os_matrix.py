@@ -56,6 +56,7 @@ def matrix_run(tmp_path_factory, nodes: Path) -> CaseRun:
                                     "nccl_tests_nccl_version": UBUNTU[node][2]}) for node in UBUNTU},
         **{f"missing_{node}": (node, {**CUDA_REPO, "nccl_tests_nccl_version": "2.22.3-1+cuda12.6"}) for node in UBUNTU},
         **{f"distribution_{node}": (node, {"gpuops_hardware": H100}) for node in UBUNTU},
+        "unpinned_ubuntu2204": ("ubuntu2204", {**CUDA_REPO, "nccl_tests_cuda_repo_key_fingerprint": ""}),
         # The role's own pin (NVIDIA's key) against the bench's mirror, signed by the bench's key.
         "key_ubuntu2404": ("ubuntu2404", {**CUDA_REPO, "nccl_tests_cuda_repo_key_fingerprint":
                                           "EB693B3035CD5710E231E123A4B469963BF863CC"}),
@@ -108,4 +109,14 @@ def test_another_key_than_the_pinned_one_is_refused(matrix_run: CaseRun) -> None
         "key_ubuntu2404",
         ["but nccl_tests_cuda_repo_key_fingerprint is EB693B3035CD5710E231E123A4B469963BF863CC: refusing to trust "
          "it. Nothing was changed."],
+    )  # fmt: skip
+
+
+def test_a_repository_without_its_key_pinned_is_not_read(matrix_run: CaseRun) -> None:
+    matrix_run.assert_fails_with(
+        "unpinned_ubuntu2204",
+        ["nccl_tests_nccl_source is cuda_repo, but NVIDIA's CUDA repository's key_url "
+         "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub needs its pin",
+         "no repository is trusted without its key pinned. Fix: nccl_tests_cuda_repo_key_fingerprint: "
+         "EB693B3035CD5710E231E123A4B469963BF863CC (NVIDIA's key 3bf863cc, the role's default)"],
     )  # fmt: skip
