@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog, rpm
 
 # Sources the role knows: the OS's own packages, and NVIDIA's CUDA network repository (cuda-toolkit-X-Y under
 # /usr/local/cuda-X.Y, several side by side).
@@ -367,9 +367,11 @@ def repository_plan(index, packages, versions, default, table, host):
     index: repository_index's packages ({cuda-toolkit-12-2: [Debian versions]}, read without adding the repository).
     packages: package_info's result for the same names (what is installed, and held). versions: cuda_toolkit_versions
     (input_problems has refused an empty list and a minor named twice). table: the OS's layout (where, root with
-    {version}). Returns {"problem", "toolkits", "default"} as distribution_plan does; a toolkit's nvcc (its exact
-    version) is null: NVIDIA names it by another package's version, and verify checks the release nvcc reports.
+    {version}; manager: dnf orders versions as rpm does, else as dpkg). Returns {"problem", "toolkits", "default"} as
+    distribution_plan does; a toolkit's nvcc (its exact version) is null: NVIDIA names it by another package's
+    version, and verify checks the release nvcc reports.
     """
+    order = rpm if table.get("manager") == "dnf" else apt
     toolkits = []
     for text in versions:
         requested = parse_requested(text)
@@ -378,7 +380,7 @@ def repository_plan(index, packages, versions, default, table, host):
         carried = [v for v in index.get(name) or [] if _NVIDIA.match(v)]
         matching = [v for v in carried if requested["release"] in (None, _NVIDIA.match(v).group("release"))]
         if not matching:
-            has = ", ".join(sorted(carried, key=functools.cmp_to_key(apt.compare_versions))) or "no version"
+            has = ", ".join(sorted(carried, key=functools.cmp_to_key(order.compare_versions))) or "no version"
             newest = (
                 f' (cuda_toolkit_versions: ["{requested["major_minor"]}"], the newest it carries)' if carried else ""
             )
@@ -388,7 +390,7 @@ def repository_plan(index, packages, versions, default, table, host):
                 f"(gpuops_mirror_url)."
             )
         # The installed version is kept (pinned and held) as long as it is of the requested release.
-        chosen = info["installed"] if info.get("installed") in matching else apt.newest(matching)
+        chosen = info["installed"] if info.get("installed") in matching else order.newest(matching)
         release = _NVIDIA.match(chosen).group("release")
         toolkits.append({
             "version": requested["text"],

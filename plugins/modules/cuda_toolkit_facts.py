@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: cuda_toolkit_facts
-short_description: What a CUDA toolkit install would do to a node, and the driver and /usr/local/cuda it finds (apt)
+short_description: What a CUDA toolkit install would do to a node, and the driver and /usr/local/cuda it finds
 version_added: 0.1.0
 description:
   - The NVIDIA driver userland installed (the packages of Debian's C(nvidia-graphics-drivers*) sources, and the
@@ -17,7 +17,8 @@ description:
     require of C(libcuda.so.1) or C(libnvidia-ml.so.1). Nothing is installed.
   - The C(update-alternatives) state of O(alternative) (C(/usr/local/cuda) for NVIDIA's and this collection's CUDA
     roots), and the C(/usr/bin) executables of O(executables_of).
-  - apt (Debian, Ubuntu) only.
+  - apt (Debian, Ubuntu). dnf (RHEL, Rocky Linux) - the driver only (C(rpm -q --whatprovides) of
+    C(libcuda.so.1()(64bit)), whose package's version is the driver's); no simulation, no alternatives read.
 author: gpuops.bringup developers (@gpuops)
 options:
   install:
@@ -34,6 +35,12 @@ options:
     type: list
     elements: str
     default: []
+  manager:
+    description: The node's package manager, as the role read it (C(gpuops_os.os.package_manager) of
+      M(gpuops.bringup.os_facts)).
+    type: str
+    choices: [apt, dnf]
+    default: apt
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpuops.bringup.attributes
@@ -66,7 +73,8 @@ ansible_facts:
           description: >-
             The NVIDIA driver userland installed - C(version) (what the package providing C(libcuda.so.1) provides
             it at, null when none does), C(provider) (that package's C(name) and C(version), or null) and
-            C(packages) (C(name), C(version) of every installed package of an C(nvidia-graphics-drivers*) source).
+            C(packages) (C(name), C(version) of every installed package of an C(nvidia-graphics-drivers*) source; dnf -
+            the provider alone).
           type: dict
           sample: {"version": "535.274.02", "provider": {"name": "libnvidia-tesla-535-cuda1",
                    "version": "535.274.02-1~deb13u1"}, "packages": [{"name": "libnvidia-tesla-535-cuda1",
@@ -81,7 +89,8 @@ ansible_facts:
         alternatives:
           description: >-
             C(update-alternatives --query) of O(alternative) - C(link), C(status) (auto, manual), C(value) (the
-            current target), C(choices) (path to priority); C(exists) false when there is no such alternative.
+            current target), C(choices) (path to priority); C(exists) false when there is no such alternative. Null on
+            dnf.
           type: dict
         executables:
           description: The C(/usr/bin) files of O(executables_of), sorted.
@@ -91,7 +100,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit
+from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit, rpm
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 
 INSTALLED_FORMAT = "${Package}\t${Version}\t${source:Package}\t${Provides}\t${db:Status-Abbrev}\n"
@@ -111,6 +120,23 @@ def installed_driver(query):
             if cuda_toolkit.provided_driver_version(stanza):
                 version, provider = cuda_toolkit.provided_driver_version(stanza), packages[-1]
     return {"version": version, "provider": provider, "packages": sorted(packages, key=lambda p: p["name"])}
+
+
+# What every libcuda.so.1 package provides on RHEL (rpm's automatic soname provide): NVIDIA's
+# nvidia-driver-cuda-libs, and the same-named package of other rpm driver builds.
+RPM_LIBCUDA = "libcuda.so.1()(64bit)"
+
+
+def installed_rpm_driver(query):
+    """The driver userland rpm has installed: the package providing libcuda.so.1, its version the driver's."""
+    # Exit 1 with "no package provides ..." when none does.
+    rc, out, _err = query(["-q", "--whatprovides", RPM_LIBCUDA, "--qf", rpm.RPM_QUERY_FORMAT], ok_rc=(0, 1))
+    installed = rpm.parse_rpm_query(out) if rc == 0 else {}
+    if not installed:
+        return {"version": None, "provider": None, "packages": []}
+    name = sorted(installed)[0]
+    provider = {"name": name, "version": installed[name]}
+    return {"version": rpm.split_evr(installed[name])[1], "provider": provider, "packages": [provider]}
 
 
 def simulate(apt_get, cache, specs):
@@ -161,9 +187,22 @@ def main():
             "install": {"type": "list", "elements": "str", "default": []},
             "alternative": {"type": "str", "default": "cuda"},
             "executables_of": {"type": "list", "elements": "str", "default": []},
+            "manager": {"type": "str", "choices": ["apt", "dnf"], "default": "apt"},
         },
         supports_check_mode=True,
     )
+    if module.params["manager"] == "dnf":
+        if module.params["install"] or module.params["executables_of"]:
+            module.fail_json(
+                msg="on dnf, cuda_toolkit_facts reads the installed driver only (install and executables_of are apt's)"
+            )
+        facts = {
+            "driver": installed_rpm_driver(ToolRunner(module, "rpm")),
+            "simulation": simulate(None, None, []),
+            "alternatives": None,
+            "executables": [],
+        }
+        module.exit_json(changed=False, ansible_facts={"cuda_toolkit": facts})
     query = ToolRunner(module, "dpkg-query")
     facts = {
         "driver": installed_driver(query),

@@ -25,6 +25,13 @@ options:
     type: str
     choices: [held, released]
     default: held
+  manager:
+    description:
+      - The node's package manager, as the role read it (C(gpuops_os.os.package_manager) of
+        M(gpuops.bringup.os_facts)) - apt holds with C(apt-mark), dnf with its versionlock plugin. Without it, apt
+        where C(apt-mark) is on the PATH, else dnf.
+    type: str
+    choices: [apt, dnf]
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpuops.bringup.attributes.changes
@@ -57,10 +64,8 @@ changed_names:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import osinfo
+from ansible_collections.gpuops.bringup.plugins.module_utils import osinfo, rpm
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
-
-VERSIONLOCK_LIST = "/etc/dnf/plugins/versionlock.list"
 
 
 class Apt:
@@ -91,12 +96,7 @@ class Dnf:
     def state(self, names):
         _rc, out, _err = self.rpm(["-q", "--qf", "%{NAME}\n", "--", *names], ok_rc=tuple(range(256)))
         installed = {line.strip() for line in out.splitlines() if line.strip() in names}
-        try:
-            with open(VERSIONLOCK_LIST, encoding="utf-8") as handle:
-                held = set(osinfo.parse_versionlock(handle.read()))
-        except OSError:
-            held = set()
-        return installed, held
+        return installed, rpm.locked_names()
 
     def apply(self, state, names):
         rc, _out, _err = self.dnf(["versionlock", "--help"], ok_rc=tuple(range(256)))
@@ -113,6 +113,7 @@ def main():
         argument_spec={
             "name": {"type": "list", "elements": "str", "required": True},
             "state": {"type": "str", "choices": ["held", "released"], "default": "held"},
+            "manager": {"type": "str", "choices": ["apt", "dnf"]},
         },
         supports_check_mode=True,
     )
@@ -120,7 +121,8 @@ def main():
     state = module.params["state"]
     if not names:
         module.exit_json(changed=False, held=[], changed_names=[])
-    backend = Apt(module) if module.get_bin_path("apt-mark") else Dnf(module)
+    manager = module.params["manager"] or ("apt" if module.get_bin_path("apt-mark") else "dnf")
+    backend = Apt(module) if manager == "apt" else Dnf(module)
     installed, held = backend.state(names)
     missing = [n for n in names if n not in installed]
     if missing:

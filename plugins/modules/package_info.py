@@ -7,15 +7,19 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: package_info
-short_description: Installed, candidate and available versions of named packages, and what is installed (apt)
+short_description: Installed, candidate and available versions of named packages, and what is installed (apt, dnf)
 version_added: 0.1.0
 description:
-  - For each named package, the version installed and its dpkg state (held, left half-installed), the candidate apt
-    would install, and every version the configured sources carry, from C(dpkg-query) and C(apt-cache policy) in one
-    round trip. Roles resolve and pin exact versions from it before installing anything.
+  - For each named package, the version installed and its state (held, left half-installed), the candidate the
+    package manager would install, and every version the configured sources carry, in one round trip. Roles resolve
+    and pin exact versions from it before installing anything.
+  - apt (Debian, Ubuntu) - C(dpkg-query) and C(apt-cache policy); reads the package index as it is, refreshing it is
+    the caller's business.
+  - dnf (RHEL, Rocky Linux) - C(rpm -q), dnf's C(versionlock.list) (held) and C(dnf repoquery --showduplicates) over
+    the enabled repositories, the versionlock plugin left out so that held packages' other versions are listed too;
+    dnf refreshes expired repository metadata itself. Versions are dnf's EVRs, an epoch of 0 left out
+    (C(12.4.1-1), C(3:550.163.01-1.el9)). rpm has no half-installed state, so C(broken) is always false.
   - Optionally lists every installed package, so a role can tell afterwards which packages a run added.
-  - Reads the package index as it is; refreshing it is the caller's business.
-  - apt (Debian, Ubuntu) only.
 author: gpuops.bringup developers (@gpuops)
 options:
   name:
@@ -24,14 +28,21 @@ options:
     elements: str
     default: []
   list_installed:
-    description: Also return C(installed_names), every package dpkg has installed or left half-installed.
+    description: Also return C(installed_names), every package dpkg has installed or left half-installed (apt), or
+      rpm has installed (dnf).
     type: bool
     default: false
+  manager:
+    description:
+      - The node's package manager, as the role read it (C(gpuops_os.os.package_manager) of
+        M(gpuops.bringup.os_facts)). Without it, apt where C(apt-cache) is on the PATH, else dnf.
+    type: str
+    choices: [apt, dnf]
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpuops.bringup.attributes
 notes:
-  - Commands run with C(LANG=C). A host without apt-cache and dpkg-query fails the task.
+  - Commands run with C(LANG=C). A host without the manager's tools fails the task.
 """
 
 EXAMPLES = r"""
@@ -52,7 +63,8 @@ packages:
   type: dict
   contains:
     installed:
-      description: The installed version (also when dpkg left it half-installed or half-configured), or null.
+      description: The installed version (also when dpkg left it half-installed or half-configured), or null. Of an
+        install-only rpm package installed several times (kernel), the newest.
       type: str
       sample: 535.274.02-1~deb13u1
     held:
@@ -62,7 +74,7 @@ packages:
       description: dpkg left the package half-installed, unpacked or half-configured.
       type: bool
     candidate:
-      description: The version apt would install, or null.
+      description: The version apt would install (dnf - the newest a source carries), or null.
       type: str
     available:
       description: Every version a configured source carries, newest first (the installed one only if a source has it).
@@ -76,7 +88,7 @@ packages:
       candidate: 535.274.02-1~deb13u1
       available: [535.274.02-1~deb13u1]
 installed_names:
-  description: Every package dpkg has installed or left half-installed (with O(list_installed)), sorted.
+  description: Every package installed, or left half-installed by dpkg (with O(list_installed)), sorted.
   returned: when O(list_installed) is true
   type: list
   elements: str
@@ -84,7 +96,7 @@ installed_names:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import apt, osinfo
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, osinfo, rpm
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 
 DPKG_FORMAT = "${Package}\t${Version}\t${db:Status-Abbrev}\t${db:Status-Want}\n"
@@ -118,20 +130,60 @@ def gather(query, policy, names, list_installed):
     return result
 
 
+def gather_dnf(query, repoquery, held, names, list_installed):
+    """The module's result on dnf: query runs rpm, repoquery dnf, held is the names versionlock holds."""
+    names = sorted(set(names))
+    result = {"changed": False, "packages": {}}
+    if names:
+        # rpm exits with the number of names it lacks, each reported as "package NAME is not installed".
+        _rc, out, _err = query(["-q", "--qf", rpm.RPM_QUERY_FORMAT, "--", *names], ok_rc=tuple(range(256)))
+        installed = rpm.parse_rpm_query(out)
+        # A lock hides a held package's other versions from dnf; listing them is the point here.
+        _rc, out, _err = repoquery(
+            ["repoquery", "--quiet", "--disableplugin=versionlock", "--showduplicates",
+             f"--qf={rpm.REPOQUERY_FORMAT}", "--", *names]
+        )  # fmt: skip
+        carried = rpm.parse_repoquery(out, names)
+        for name in names:
+            available = list(reversed(carried[name]))
+            result["packages"][name] = {
+                "installed": installed.get(name),
+                "held": name in held and name in installed,
+                "broken": False,
+                "candidate": available[0] if available else None,
+                "available": available,
+            }
+    if list_installed:
+        _rc, out, _err = query(["-qa", "--qf", "%{NAME}\n"])
+        result["installed_names"] = sorted({line.strip() for line in out.splitlines() if line.strip()})
+    return result
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
             "name": {"type": "list", "elements": "str", "default": []},
             "list_installed": {"type": "bool", "default": False},
+            "manager": {"type": "str", "choices": ["apt", "dnf"]},
         },
         supports_check_mode=True,
     )
-    result = gather(
-        ToolRunner(module, "dpkg-query"),
-        ToolRunner(module, "apt-cache"),
-        module.params["name"],
-        module.params["list_installed"],
-    )
+    manager = module.params["manager"] or ("apt" if module.get_bin_path("apt-cache") else "dnf")
+    if manager == "apt":
+        result = gather(
+            ToolRunner(module, "dpkg-query"),
+            ToolRunner(module, "apt-cache"),
+            module.params["name"],
+            module.params["list_installed"],
+        )
+    else:
+        result = gather_dnf(
+            ToolRunner(module, "rpm"),
+            ToolRunner(module, "dnf"),
+            rpm.locked_names(),
+            module.params["name"],
+            module.params["list_installed"],
+        )
     module.exit_json(**result)
 
 

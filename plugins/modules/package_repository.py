@@ -50,6 +50,12 @@ options:
     description: Human-readable name written into the file.
     type: str
     default: ""
+  manager:
+    description:
+      - The node's package manager, as the role read it (C(gpuops_os.os.package_manager) of
+        M(gpuops.bringup.os_facts)). Without it, apt where C(/etc/apt) exists, else dnf.
+    type: str
+    choices: [apt, dnf]
   key_url:
     description: Upstream URL of the signing key (armored or binary OpenPGP). Requires O(key_fingerprint) or
       O(key_sha256), or both.
@@ -190,12 +196,13 @@ def main():
             "key_content": {"type": "str", "no_log": False},
             "mirror_url": {"type": "str", "default": ""},
             "validate_certs": {"type": "bool", "default": True},
+            "manager": {"type": "str", "choices": ["apt", "dnf"]},
         },
         mutually_exclusive=[("key_url", "key_content")],
         supports_check_mode=True,
     )
     p = module.params
-    kind = "apt" if os.path.isdir("/etc/apt") else "dnf"
+    kind = p["manager"] or ("apt" if os.path.isdir("/etc/apt") else "dnf")
     validate(module, kind)
     mirror = p["mirror_url"]
 

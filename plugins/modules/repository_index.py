@@ -7,20 +7,26 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: repository_index
-short_description: Read which versions of some packages a flat apt repository carries, without configuring it
+short_description: Read which versions of some packages a repository carries, without configuring it
 version_added: 0.1.0
 description:
-  - Downloads a flat apt repository's C(Packages.gz) (C(deb <url> /), the layout of NVIDIA's CUDA repository) and
-    returns the versions it lists for the named packages, and the SHA-256 of the repository's signing key. Nothing
-    on the node changes, so a role's preflight can check a version pin against a repository it has not added yet.
-  - A read for planning only - the index's signature is not checked here; apt checks it, with the key, when the
-    repository is added (M(gpuops.bringup.package_repository)) and refreshed.
+  - Returns the versions a repository carries for the named packages, and the SHA-256 and fingerprints of its
+    signing key, without adding the repository, so a role's preflight can check a version pin against a repository
+    it has not added yet.
+  - apt - downloads a flat repository's C(Packages.gz) (C(deb <url> /), the layout of NVIDIA's CUDA repository for
+    Debian and Ubuntu). Nothing on the node changes.
+  - dnf - asks the node's dnf (C(dnf repoquery --repofrompath), an rpm-md repository such as NVIDIA's rhel8/rhel9
+    one), with its cache in a temporary directory that is removed afterwards, and no plugin (a versionlock would
+    hide versions). So any metadata compression dnf reads is read. The repository's modular metadata is not
+    applied; non-modular packages only.
+  - A read for planning only - the index's signature is not checked here; the package manager checks it, with the
+    key, once the repository is added (M(gpuops.bringup.package_repository)).
   - With O(mirror_url), both are fetched from C(<mirror_url>/<upstream host>/<upstream path>), like
     M(gpuops.bringup.package_repository).
 author: gpuops.bringup developers (@gpuops)
 options:
   url:
-    description: Upstream URL of the flat repository (the directory holding C(Packages.gz)).
+    description: Upstream URL of the repository (the directory holding C(Packages.gz), or C(repodata/)).
     type: str
     required: true
   names:
@@ -39,6 +45,11 @@ options:
     description: Verify TLS certificates.
     type: bool
     default: true
+  manager:
+    description: The package manager whose repository it is (C(apt) a flat apt repository, C(dnf) an rpm-md one).
+    type: str
+    choices: [apt, dnf]
+    default: apt
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpuops.bringup.attributes
@@ -56,7 +67,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 packages:
-  description: Each name of O(names) to the Debian versions the index lists for it (empty when none).
+  description: >-
+    Each name of O(names) to the versions the index lists for it (empty when none): Debian versions, or dnf's EVRs
+    oldest first.
   returned: always
   type: dict
   sample: {"nvidia-fabricmanager-535": ["535.261.03-1", "535.274.02-1"]}
@@ -90,11 +103,17 @@ key_url:
 
 import gzip
 import hashlib
+import shutil
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import apt, openpgp, repositories
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, openpgp, repositories, rpm
+from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
+
+# The id dnf knows the repository by while it reads it.
+DNF_REPO_ID = "gpuops-index"
 
 
 def download(module, url, what):
@@ -109,6 +128,38 @@ def download(module, url, what):
     return response.read()
 
 
+def apt_index(module, url):
+    index_url = url + "/Packages.gz"
+    data = download(module, index_url, "the repository's package index")
+    try:
+        text = gzip.decompress(data).decode("utf-8", errors="replace")
+    except (OSError, EOFError) as exc:
+        module.fail_json(msg=f"{index_url} is not a gzip-compressed package index: {exc}", url=index_url)
+    return index_url, apt.parse_packages_index(text, module.params["names"])
+
+
+def dnf_index(module, url):
+    index_url = url + "/repodata/repomd.xml"
+    dnf = ToolRunner(module, "dnf")
+    cache = tempfile.mkdtemp(prefix="gpuops-index-")
+    try:
+        rc, out, err = dnf(
+            ["repoquery", "--quiet", "--noplugins", f"--repofrompath={DNF_REPO_ID},{url}", f"--repo={DNF_REPO_ID}",
+             f"--setopt=cachedir={cache}", f"--setopt={DNF_REPO_ID}.skip_if_unavailable=False", "--showduplicates",
+             f"--qf={rpm.REPOQUERY_FORMAT}", "--", *module.params["names"]],
+            ok_rc=tuple(range(256)),
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    if rc != 0:
+        module.fail_json(
+            msg=f"could not read the repository at {url} with dnf: {(err or out).strip()[-500:]}; check the URL "
+            "and, with an offline mirror, that it holds this repository",
+            url=index_url,
+        )
+    return index_url, rpm.parse_repoquery(out, module.params["names"])
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -117,6 +168,7 @@ def main():
             "key_url": {"type": "str", "no_log": False},
             "mirror_url": {"type": "str", "default": ""},
             "validate_certs": {"type": "bool", "default": True},
+            "manager": {"type": "str", "choices": ["apt", "dnf"], "default": "apt"},
         },
         supports_check_mode=True,
     )
@@ -124,12 +176,8 @@ def main():
     problem = p["mirror_url"] and repositories.mirror_url_problem(p["mirror_url"])
     if problem:
         module.fail_json(msg=f"mirror_url {p['mirror_url']!r} is not usable: {problem}")
-    index_url = repositories.mirrored(p["url"].rstrip("/") + "/Packages.gz", p["mirror_url"])
-    data = download(module, index_url, "the repository's package index")
-    try:
-        text = gzip.decompress(data).decode("utf-8", errors="replace")
-    except (OSError, EOFError) as exc:
-        module.fail_json(msg=f"{index_url} is not a gzip-compressed package index: {exc}", url=index_url)
+    url = repositories.mirrored(p["url"].rstrip("/"), p["mirror_url"])
+    index_url, packages = (apt_index if p["manager"] == "apt" else dnf_index)(module, url)
     key_url = key_sha256 = key_fingerprints = key_problem = None
     if p["key_url"]:
         key_url = repositories.mirrored(p["key_url"], p["mirror_url"])
@@ -141,7 +189,7 @@ def main():
             key_problem = str(exc)
     module.exit_json(
         changed=False,
-        packages=apt.parse_packages_index(text, p["names"]),
+        packages=packages,
         index_url=index_url,
         key_url=key_url,
         key_sha256=key_sha256,

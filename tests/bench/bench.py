@@ -65,8 +65,10 @@ DISTROS = {
 # netavark 1.4 sets up its bridges' NAT with iptables, which nothing depends
 # on (podman only Suggests it): without it every image build's RUN step fails
 # with "netavark: No such file or directory (os error 2)".
+# rpm (rpmbuild, rpmsign) and createrepo-c build the rpm-md stand-in repositories (NVIDIA's rhel8/rhel9).
 HOST_PACKAGES = (
     "podman", "runc", "netavark", "aardvark-dns", "iptables", "debootstrap", "gnupg", "apt-utils", "openssh-client",
+    "rpm", "createrepo-c",
 )  # fmt: skip
 # The two settings ../shared/ENVIRONMENT.md found necessary on this host:
 # runc (crun fails on hybrid cgroups) and ulimits within the host's limits;
@@ -377,17 +379,29 @@ def build_local_repo() -> dict:
 
 
 def render_standin(source: Path, dest: Path, version: str) -> None:
-    """Copy a stand-in package tree, filling in @VERSION@ (Debian version) and @UPSTREAM@ (without the revision)."""
-    upstream = version.split(":", 1)[-1].rsplit("-", 1)[0]
+    """Copy a stand-in package tree, filling in @VERSION@ (Debian version, or rpm VERSION-RELEASE), @UPSTREAM@
+    (without the revision) and @RELEASE@ (the revision alone)."""
+    upstream, sep, release = version.split(":", 1)[-1].rpartition("-")
+    if not sep:
+        upstream, release = release, ""
     for path in sorted(source.rglob("*")):
         target = dest / path.relative_to(source)
         if path.is_dir():
             target.mkdir(parents=True, exist_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        data = path.read_bytes().replace(b"@VERSION@", version.encode()).replace(b"@UPSTREAM@", upstream.encode())
+        data = path.read_bytes()
+        for mark, value in (("@VERSION@", version), ("@UPSTREAM@", upstream), ("@RELEASE@", release)):
+            data = data.replace(mark.encode(), value.encode())
         target.write_bytes(data)
         target.chmod(path.stat().st_mode & 0o777)
+
+
+def tree_recipe(source: Path) -> str:
+    """A digest of a stand-in package tree (names, modes, contents): a package is rebuilt when it changes."""
+    paths = sorted(source.rglob("*"))
+    return digest(*(f"{p.relative_to(source)}:{p.stat().st_mode}" for p in paths),
+                  *(p.read_bytes() for p in paths if p.is_file()))  # fmt: skip
 
 
 def build_flat_repo(repo: Path, label: str) -> None:
@@ -419,10 +433,13 @@ def build_standin_repos(keyfile: Path) -> dict:
     air-gapped site does. Returns {path: key path}.
     """
     repos: dict[str, list[tuple[Path, dict]]] = {}
+    published = {}
     for spec_file in sorted(STANDINS.glob("*/repo.json")):
         spec = json.loads(spec_file.read_text())
+        if spec.get("format") == "rpm":
+            published.update(build_rpm_repos(spec_file.parent, spec, keyfile))
+            continue
         repos.setdefault(spec["path"], []).append((spec_file.parent, spec))
-    published = {}
     for path, parts in repos.items():
         keys = {spec["key"] for _folder, spec in parts}
         if len(keys) != 1:
@@ -441,6 +458,52 @@ def build_standin_repos(keyfile: Path) -> dict:
         key.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(keyfile, key)
         build_flat_repo(repo, f"gpuops-bench stand-in of {path}")
+    return published
+
+
+def build_rpm_repos(folder: Path, spec: dict, keyfile: Path) -> dict:
+    """An rpm-md repository at each of spec's `paths` (dnf's baseurl layout: the rpms and repodata/), holding one rpm
+    per version of each package, signed by the bench's key as the real ones are by the vendor's, with that key beside
+    them as `key_file`. A package is `<folder>/<name>/package.spec` (with @VERSION@, @UPSTREAM@, @RELEASE@) and the
+    files under `<folder>/<name>/root/`, which its %install copies. Returns {path: key path}."""
+    published = {}
+    for path in spec["paths"]:
+        repo = mirror_root() / "www" / path
+        repo.mkdir(parents=True, exist_ok=True)
+        wanted, changed = set(), False
+        for package, versions in spec["packages"].items():
+            source = folder / package
+            recipe = tree_recipe(source)
+            for version in versions:
+                name = f"{package}-{version}.{spec.get('architecture', 'x86_64')}.rpm"
+                wanted.add(name)
+                stamp = mirror_root() / "standin-recipes" / path / f"{name}.recipe"
+                stamp.parent.mkdir(parents=True, exist_ok=True)
+                if (repo / name).exists() and stamp.exists() and stamp.read_text() == recipe:
+                    continue
+                with tempfile.TemporaryDirectory() as tmp:
+                    render_standin(source, Path(tmp) / "SOURCES", version)
+                    run(["rpmbuild", "-bb", "--quiet", "--define", f"_topdir {tmp}",
+                         "--define", f"_sourcedir {tmp}/SOURCES", f"{tmp}/SOURCES/package.spec"],
+                        capture=True)  # fmt: skip
+                    built = next(Path(tmp, "RPMS").rglob("*.rpm"))
+                    # rpm's own default for gpg's path is not where Debian puts it.
+                    run(["rpmsign", "--define", f"__gpg {shutil.which('gpg')}",
+                         "--define", f"_gpg_path {mirror_root() / 'gnupg'}",
+                         "--define", "_gpg_name bench@gpuops.test", "--addsign", str(built)],
+                        capture=True)  # fmt: skip
+                    shutil.copyfile(built, repo / name)
+                stamp.write_text(recipe)
+                changed = True
+        for old in repo.glob("*.rpm"):
+            if old.name not in wanted:
+                old.unlink()
+                changed = True
+        if changed or not (repo / "repodata" / "repomd.xml").exists():
+            run(["createrepo_c", "--quiet", "--update", str(repo)], capture=True)
+        key = f"{path}/{spec['key_file']}"
+        shutil.copyfile(keyfile, mirror_root() / "www" / key)
+        published[path] = key
     return published
 
 
@@ -529,8 +592,7 @@ def publish_git_repository(target: Path, files: dict) -> str:
 
 def build_standin_package(source: Path, repo: Path, path: str, versions: list[str], spec: dict) -> list[str]:
     """One .deb per version of the package tree `source` into `repo`, rebuilt only when the tree changed."""
-    recipe = digest(*(f"{p.relative_to(source)}:{p.stat().st_mode}" for p in sorted(source.rglob("*"))),
-                    *(p.read_bytes() for p in sorted(source.rglob("*")) if p.is_file()))  # fmt: skip
+    recipe = tree_recipe(source)
     names = []
     for version in versions:
         deb = repo / f"{source.name}_{version.split(':', 1)[-1]}_{spec.get('architecture', 'amd64')}.deb"

@@ -195,6 +195,30 @@ class Nodes:
         subprocess.run(["podman", "cp", str(RELEASES / release), f"{self.containers[node]}:/etc/os-release"],
                        check=True)  # fmt: skip
 
+    def rpm_userland(self, node: str, suite: str, major: str) -> None:
+        """A RHEL or Rocky Linux node's package tools, from Debian's archive: rpm, dnf 4 (RHEL 8 has 4.7, RHEL 9 4.14,
+        Debian 12 4.14) and dnf's core plugins (versionlock), set up as RHEL has them: the release version dnf reads
+        (RHEL's from its system-release package, which Debian's rpm database lacks), no local-repository plugin
+        (Debian enables it, RHEL does not install it), /etc/yum.repos.d. Debian's apt and dpkg stay: the roles use
+        the package manager os_facts reads from /etc/os-release, never what happens to be installed."""
+        self.debian_sources(node, suite)
+        self.sh(node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dnf rpm "
+                      "dnf-plugins-core && mkdir -p /etc/yum.repos.d /etc/dnf/vars "
+                      f"&& echo {major} > /etc/dnf/vars/releasever "
+                      "&& printf '[main]\\nenabled = 0\\n' > /etc/dnf/plugins/local.conf")  # fmt: skip
+
+    def rpm_installed(self, node: str, name: str, evr: str, provides: str) -> None:
+        """An installed rpm of that name and [epoch:]version-release providing `provides` (and no files): the
+        package state a test needs, built on the node with Debian's rpmbuild and installed into its rpm database."""
+        epoch, _sep, rest = evr.rpartition(":")
+        version, release = rest.rsplit("-", 1)
+        spec = (f"Name: {name}\nVersion: {version}\nRelease: {release}\nEpoch: {epoch or 0}\nSummary: bench\n"
+                f"License: none\nBuildArch: x86_64\nAutoReqProv: no\nProvides: {provides}\n%description\nbench\n"
+                "%files\n")  # fmt: skip
+        self.sh(node, f"mkdir -p /tmp/rpmbuild && printf '%s' '{spec}' > /tmp/rpmbuild/{name}.spec "
+                      f"&& rpmbuild -bb --quiet --define '_topdir /tmp/rpmbuild' /tmp/rpmbuild/{name}.spec "
+                      f"&& rpm -i --nodeps /tmp/rpmbuild/RPMS/x86_64/{name}-*.rpm && rm -rf /tmp/rpmbuild")  # fmt: skip
+
     def ubuntu(self, node: str) -> None:
         """A real Ubuntu 24.04 os-release in place of Debian's."""
         self.os_release(node, "ubuntu-24.04")

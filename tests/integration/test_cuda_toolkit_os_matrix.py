@@ -1,97 +1,126 @@
-"""cuda_toolkit's cuda_repo data and preflight on every OS NVIDIA's CUDA repository serves that cannot install here.
+"""cuda_toolkit's cuda_repo preflight on every OS NVIDIA's CUDA repository serves that cannot install here.
 
 Each node is a bench container (Debian 12) whose /etc/os-release is a real one of that OS (tests/fixtures/os-release,
 sources in SOURCES.md): os_facts reads it as it would on that OS, the role loads that OS's variables and runs its
-preflight in check mode through the bench's mirror, its key pinned. On Ubuntu the preflight reads NVIDIA's index for
-that release from the mirror, at the URL the OS's data names, and stops there: the bench's ubuntu2204/ubuntu2404
-stand-ins carry driver packages only (tests/standins/cuda-repo-ubuntu*-driver), so the toolkit version is missing, or,
-on a mirror without them, the index itself. On Rocky Linux and RHEL it stops where this release does, naming the
-rhel8/rhel9 repository and its key. Nothing changes on any node.
+preflight in check mode through the bench's mirror. On Ubuntu the preflight reads NVIDIA's index for that release
+from the mirror and stops there: the bench's ubuntu2204/ubuntu2404 stand-ins carry driver and NCCL packages only
+(tests/standins/cuda-repo-ubuntu*-*), so the toolkit version is missing. On Rocky Linux and RHEL the node also has
+Debian's rpm and dnf (what RHEL's package tools are): the preflight reads the bench's stand-in of NVIDIA's rhel8/rhel9
+repository through dnf (tests/standins/cuda-repo-rhel-toolkit), pins its key by the RHEL pin, resolves the versions
+in rpm's order and checks the installed driver, which an rpm providing libcuda.so.1 stands for; then it stops where
+this release does, before the install. Nothing changes on any node.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
+from pathlib import Path
 
 import pytest
-from preflight_harness import MIRROR, ROOT, bench_nodes, unfold
+from preflight_harness import BENCH_KEY_FINGERPRINT, MIRROR, CaseRun, bench_nodes, node_cases
 
-PLAYBOOK = ROOT / "tests" / "integration" / "cuda_toolkit_preflight.yml"
+PLAYBOOK = Path(__file__).with_name("cuda_toolkit_preflight.yml")
+TAG = "cuda_toolkit_preflight"
 GROUP = "cuda-os-matrix"
-UPSTREAM = "https://developer.download.nvidia.com/compute/cuda/repos"
-# release -> (NVIDIA's repository for it, its key file)
-REPOSITORIES = {
-    "ubuntu-22.04": ("ubuntu2204", "3bf863cc.pub"),
-    "ubuntu-24.04": ("ubuntu2404", "3bf863cc.pub"),
-    "rocky-8.3": ("rhel8", "D42D0685.pub"),
-    "rocky-9.3": ("rhel9", "D42D0685.pub"),
-    "rhel-8.7": ("rhel8", "D42D0685.pub"),
-    "rhel-9.6": ("rhel9", "D42D0685.pub"),
+NVIDIA = f"{MIRROR}/developer.download.nvidia.com/compute/cuda/repos"
+# node -> (os-release fixture, NVIDIA's repository for it, the driver rpm installed: NVIDIA's libcuda package)
+NODES = {
+    "ubuntu2204": ("ubuntu-22.04", "ubuntu2204", None),
+    "ubuntu2404": ("ubuntu-24.04", "ubuntu2404", None),
+    "rocky8": ("rocky-8.3", "rhel8", "3:550.163.01-1.el8"),
+    "rhel9": ("rhel-9.6", "rhel9", "3:550.163.01-1.el9"),
+    "rocky9": ("rocky-9.3", "rhel9", None),
+}
+RHEL = [node for node in NODES if not node.startswith("ubuntu")]
+CUDA_REPO = {
+    "cuda_toolkit_source": "cuda_repo",
+    "cuda_toolkit_versions": ["12.2", "12.4"],
+    "gpuops_mirror_url": MIRROR,
+    "cuda_toolkit_cuda_repo_key_fingerprint": BENCH_KEY_FINGERPRINT,
+    "cuda_toolkit_cuda_repo_rpm_key_fingerprint": BENCH_KEY_FINGERPRINT,
 }
 
 
-def instance(release: str) -> str:
-    return release.replace(".", "")
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory):
+    with bench_nodes(tmp_path_factory, GROUP, [{"name": name, "image": "debian12"} for name in NODES]) as started:
+        for name, (release, _repository, driver) in NODES.items():
+            if name in RHEL:
+                started.rpm_userland(name, "bookworm", release.split("-")[1].split(".")[0])
+            started.os_release(name, release)
+            if driver:
+                started.rpm_installed(name, "nvidia-driver-cuda-libs", driver, "libcuda.so.1()(64bit)")
+        yield started.inventory
 
 
 @pytest.fixture(scope="module")
-def matrix(tmp_path_factory):
-    """Run the preflight once over every release; yield each host's failing task and message."""
-    specs = [{"name": instance(r), "image": "debian12"} for r in REPOSITORIES]
-    with bench_nodes(tmp_path_factory, GROUP, specs) as nodes:
-        for release in REPOSITORIES:
-            nodes.os_release(instance(release), release)
-        variables = nodes.inventory.with_name("vars.json")
-        key = json.loads((ROOT / ".bench" / "mirror" / "mirror.json").read_text())["local_repo_key_fingerprint"]
-        variables.write_text(
-            json.dumps(
-                {
-                    "cuda_toolkit_source": "cuda_repo",
-                    "cuda_toolkit_versions": ["12.2"],
-                    "gpuops_mirror_url": MIRROR,
-                    "cuda_toolkit_cuda_repo_key_fingerprint": key,
-                }
-            )
-        )
-        proc = subprocess.run(
-            ["ansible-playbook", "-i", str(nodes.inventory), "--check", "--tags", "cuda_toolkit_preflight",
-             "--extra-vars", f"@{variables}", str(PLAYBOOK)],
-            cwd=ROOT, capture_output=True, text=True, check=False,
-            env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json"},
-        )  # fmt: skip
-    results = {}
-    for task in json.loads(proc.stdout)["plays"][0]["tasks"]:
-        for host, result in task["hosts"].items():
-            assert not result.get("changed"), (host, task["task"]["name"])
-            if result.get("failed"):
-                results[host] = {"task": task["task"]["name"], "msg": unfold(result.get("msg", ""))}
-    return results
+def matrix_run(tmp_path_factory, nodes: Path) -> CaseRun:
+    """Every case of this module in one run; each case's host is named <case>_<node>."""
+    cases = {
+        **{f"ubuntu_{node}": (node, CUDA_REPO) for node in NODES if node not in RHEL},
+        **{f"stops_{node}": (node, CUDA_REPO) for node in ("rocky8", "rhel9")},
+        "exact_rhel9": ("rhel9", {**CUDA_REPO, "cuda_toolkit_versions": ["12.4.0"]}),
+        "missing_rocky8": ("rocky8", {**CUDA_REPO, "cuda_toolkit_versions": ["12.6"]}),
+        "update_rhel9": ("rhel9", {**CUDA_REPO, "cuda_toolkit_versions": ["12.2.1"]}),
+        "nodriver_rocky9": ("rocky9", CUDA_REPO),
+        # The role's own RHEL pin (NVIDIA's key D42D0685) against the bench's mirror, signed by the bench's key.
+        "key_rhel9": ("rhel9", {**CUDA_REPO, "cuda_toolkit_cuda_repo_rpm_key_fingerprint":
+                                "610C7B14E068A878070DA4E99CD0A493D42D0685"}),
+        "unpinned_rocky8": ("rocky8", {**CUDA_REPO, "cuda_toolkit_cuda_repo_rpm_key_fingerprint": ""}),
+        # The Debian/Ubuntu pin is not the one RHEL's repository is checked against.
+        "debpin_rhel9": ("rhel9", {**CUDA_REPO, "cuda_toolkit_cuda_repo_key_fingerprint": ""}),
+    }  # fmt: skip
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("matrix"), node_cases(nodes, cases))
 
 
-@pytest.mark.parametrize("release", [r for r in REPOSITORIES if r.startswith("ubuntu")])
-def test_ubuntu_reads_nvidia_repository_for_its_release_through_the_mirror(matrix, release):
-    repository, _key = REPOSITORIES[release]
-    result = matrix[instance(release)]
-    mirrored = f"{MIRROR}/developer.download.nvidia.com/compute/cuda/repos/{repository}/x86_64/"
-    if result["task"].endswith(": Check the packages"):
-        assert (
-            f"cuda_toolkit_versions names \"12.2\", but the mirror's copy of NVIDIA's CUDA repository ({mirrored}) "
-            "carries no version of cuda-toolkit-12-2. Nothing was changed."
-        ) in result["msg"], result
-    else:
-        assert result["task"].endswith(": Read the toolkit versions NVIDIA's CUDA repository carries, and its key")
-        assert f"could not download the repository's package index from {mirrored}Packages.gz" in result["msg"]
+@pytest.mark.parametrize("node", [n for n in NODES if n not in RHEL])
+def test_ubuntu_reads_nvidia_repository_for_its_release_through_the_mirror(matrix_run: CaseRun, node: str) -> None:
+    matrix_run.assert_fails_with(
+        f"ubuntu_{node}",
+        [f"{{host}}: cuda_toolkit_versions names \"12.2\", but the mirror's copy of NVIDIA's CUDA repository "
+         f"({NVIDIA}/{NODES[node][1]}/x86_64/) carries no version of cuda-toolkit-12-2. Nothing was changed."],
+    )  # fmt: skip
 
 
-@pytest.mark.parametrize("release", [r for r in REPOSITORIES if not r.startswith("ubuntu")])
-def test_rocky_and_rhel_name_their_repository_and_stop_before_any_change(matrix, release):
-    repository, key = REPOSITORIES[release]
-    result = matrix[instance(release)]
-    assert result["task"].endswith(": Check that the node installs NVIDIA's repository through apt"), result
-    assert (
-        f"whose NVIDIA CUDA repository is {UPSTREAM}/{repository}/x86_64/ (dnf, key {UPSTREAM}/{repository}/x86_64/"
-        f"{key}); this release of the collection installs cuda_toolkit_source cuda_repo through apt only"
-    ) in result["msg"], result
-    assert "Nothing was changed." in result["msg"]
+def stop_message(node: str, packages: str) -> str:
+    """Where this release stops on RHEL and Rocky Linux: everything read and checked, the install not done."""
+    return (
+        f"its preflight passed ({packages} from the mirror's copy of NVIDIA's CUDA repository "
+        f"({NVIDIA}/{NODES[node][1]}/x86_64/), its key pinned; driver 550.163.01 runs them), but this release of the "
+        "collection installs cuda_toolkit_source cuda_repo through apt only (Debian 12, Ubuntu 22.04 and 24.04), not "
+        "dnf. Nothing was changed."
+    )
+
+
+@pytest.mark.parametrize("case", ["stops_rocky8", "stops_rhel9", "debpin_rhel9"])
+def test_rhel_reads_nvidia_repository_through_dnf_and_stops_before_the_install(matrix_run: CaseRun, case: str) -> None:
+    """The newest of each minor by rpm's order, from the release's repository, the RHEL key pinned."""
+    node = case.split("_")[1]
+    matrix_run.assert_fails_with(case, [stop_message(node, "cuda-toolkit-12-2 12.2.2-1, cuda-toolkit-12-4 12.4.1-1")])
+
+
+def test_rhel_pins_an_exact_update(matrix_run: CaseRun) -> None:
+    matrix_run.assert_fails_with("exact_rhel9", [stop_message("rhel9", "cuda-toolkit-12-4 12.4.0-1")])
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("missing_rocky8", f"{{host}}: cuda_toolkit_versions names \"12.6\", but the mirror's copy of NVIDIA's CUDA "
+                           f"repository ({NVIDIA}/rhel8/x86_64/) carries no version of cuda-toolkit-12-6. Nothing was "
+                           "changed."),
+        ("update_rhel9", f"{{host}}: cuda_toolkit_versions names \"12.2.1\", but the mirror's copy of NVIDIA's CUDA "
+                         f"repository ({NVIDIA}/rhel9/x86_64/) carries 12.2.0-1, 12.2.2-1 of cuda-toolkit-12-2. "
+                         'Nothing was changed. Fix: a version it carries (cuda_toolkit_versions: ["12.2"], the newest '
+                         "it carries)"),
+        ("nodriver_rocky9", "{host} has no NVIDIA driver userland installed (no package provides libcuda.so.1), and "
+                            "installing CUDA 12.2.2 (cuda-toolkit-12-2 12.2.2-1), CUDA 12.4.1 (cuda-toolkit-12-4 "
+                            "12.4.1-1) would pull one in"),
+        ("key_rhel9", f"{{host}}: the signing key {NVIDIA}/rhel9/x86_64/D42D0685.pub holds"),
+        ("key_rhel9", "but cuda_toolkit_cuda_repo_rpm_key_fingerprint is 610C7B14E068A878070DA4E99CD0A493D42D0685: "
+                      "refusing to trust it. Nothing was changed."),
+        ("unpinned_rocky8", "Fix: cuda_toolkit_cuda_repo_rpm_key_fingerprint: 610C7B14E068A878070DA4E99CD0A493D42D0685 "
+                            "(NVIDIA's key D42D0685, the role's default)"),
+    ],
+)  # fmt: skip
+def test_rhel_refuses_before_any_change(matrix_run: CaseRun, case: str, expected: str) -> None:
+    matrix_run.assert_fails_with(case, [expected])

@@ -437,3 +437,15 @@ def test_verify_checks_an_nvidia_toolkit_by_the_release_its_nvcc_reports():
     assert cuda_toolkit.verify_problems(plan, packages, facts_, profile, compiled, "/usr/local/cuda") == [
         "/usr/local/cuda/bin/nvcc reports 11.8, not 12.2"
     ]
+
+
+def test_repository_plan_orders_an_rpm_repository_s_versions_as_rpm_does():
+    # "^" sorts before "." for rpm (a snapshot before the next release) and after it for dpkg (ASCII).
+    index = {"cuda-toolkit-12-4": ["12.4.1-1^1", "12.4.1-1.1"]}
+    rhel = dict(REPO, manager="dnf")
+    assert cuda_toolkit.repository_plan(index, {}, ["12.4"], "", rhel, "n1")["toolkits"][0]["package_version"] == (
+        "12.4.1-1.1"
+    )
+    assert cuda_toolkit.repository_plan(index, {}, ["12.4"], "", REPO, "n1")["toolkits"][0]["package_version"] == (
+        "12.4.1-1^1"
+    )

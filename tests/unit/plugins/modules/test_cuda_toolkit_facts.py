@@ -3,6 +3,8 @@ captured in the bench's Debian 13 container with the Tesla 535 userland (2026-11
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ansible_collections.gpuops.bringup.plugins.modules import cuda_toolkit_facts
 
 TOOLS = {
@@ -100,3 +102,39 @@ def test_a_failing_dpkg_query_fails_the_task(run_module, command_table):
     result, failed = run_module(cuda_toolkit_facts.main, {}, table)
     assert failed
     assert result["msg"] == "dpkg-query failed with return code 2: dpkg-query: error: cannot read /var/lib/dpkg/status"
+
+
+DNF = Path(__file__).resolve().parents[3] / "fixtures" / "dnf"
+WHATPROVIDES = ("/usr/bin/rpm", "-q", "--whatprovides", "libcuda.so.1()(64bit)", "--qf",
+                "%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}\n")  # fmt: skip
+
+
+def test_dnf_the_driver_is_the_version_of_the_package_providing_libcuda(run_module, command_table):
+    """rpm 4.18's answer on the bench for a package providing libcuda.so.1 as NVIDIA's nvidia-driver-cuda-libs does."""
+    table = command_table(
+        {"rpm": "/usr/bin/rpm"}, {WHATPROVIDES: (0, (DNF / "rpm-whatprovides-libcuda.stdout").read_text(), "")}
+    )
+    result, failed = run_module(cuda_toolkit_facts.main, {"manager": "dnf"}, table, check_mode=True)
+    assert not failed, result
+    provider = {"name": "nvidia-driver-cuda-libs", "version": "3:550.163.01-1.el9"}
+    facts = result["ansible_facts"]["cuda_toolkit"]
+    assert facts["driver"] == {"version": "550.163.01", "provider": provider, "packages": [provider]}
+    assert facts["alternatives"] is None
+    assert facts["simulation"]["ok"] and facts["simulation"]["install"] == []
+
+
+def test_dnf_no_package_providing_libcuda_is_no_driver(run_module, command_table):
+    table = command_table(
+        {"rpm": "/usr/bin/rpm"}, {WHATPROVIDES: (1, (DNF / "rpm-whatprovides-none.stdout").read_text(), "")}
+    )
+    result, failed = run_module(cuda_toolkit_facts.main, {"manager": "dnf"}, table)
+    assert not failed, result
+    assert result["ansible_facts"]["cuda_toolkit"]["driver"] == {"version": None, "provider": None, "packages": []}
+
+
+def test_dnf_refuses_what_only_apt_answers(run_module, command_table):
+    result, failed = run_module(
+        cuda_toolkit_facts.main, {"manager": "dnf", "install": ["cuda-toolkit-12-4-12.4.1-1"]}, command_table({}, {})
+    )
+    assert failed
+    assert "install and executables_of are apt's" in result["msg"]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import rpm
 from ansible_collections.gpuops.bringup.plugins.modules import package_hold
 
 CAPTURES = Path(__file__).resolve().parents[3] / "fixtures" / "package_hold"
@@ -162,7 +163,7 @@ def versionlock(monkeypatch, tmp_path):
         path = tmp_path / "versionlock.list"
         if fixture:
             path.write_text((FIXTURES / "versionlock" / fixture).read_text())
-        monkeypatch.setattr(package_hold, "VERSIONLOCK_LIST", str(path))
+        monkeypatch.setattr(rpm, "VERSIONLOCK_LIST", str(path))
 
     return use
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import rpm
 from ansible_collections.gpuops.bringup.plugins.modules import package_info
 
 APT = Path(__file__).resolve().parents[3] / "fixtures" / "apt"
+DNF = APT.parent / "dnf"
+DNF_TOOLS = {"rpm": "/usr/bin/rpm", "dnf": "/usr/bin/dnf"}
 TOOLS = {"dpkg-query": "/usr/bin/dpkg-query", "apt-cache": "/usr/bin/apt-cache"}
 FORMAT = package_info.DPKG_FORMAT
 TESLA = "535.274.02-1~deb13u1"
@@ -104,6 +107,72 @@ def test_a_broken_package_reports_its_version(run_module, command_table):
 
 def test_without_apt_cache_the_task_fails(run_module, command_table):
     table = command_table({"dpkg-query": "/usr/bin/dpkg-query"}, {})
-    result, failed = run_module(package_info.main, {"name": ["x"]}, table)
+    result, failed = run_module(package_info.main, {"name": ["x"], "manager": "apt"}, table)
     assert failed
     assert result["msg"] == "apt-cache was not found on this host (searched PATH and the sbin directories)"
+
+
+def dnf_table(command_table, names, repoquery):
+    names = sorted(set(names))
+    return command_table(
+        DNF_TOOLS,
+        {
+            ("/usr/bin/rpm", "-q", "--qf", rpm.RPM_QUERY_FORMAT, "--", *names): (
+                1, (DNF / "rpm-q-evr.stdout").read_text(), ""
+            ),
+            ("/usr/bin/dnf", "repoquery", "--quiet", "--disableplugin=versionlock", "--showduplicates",
+             f"--qf={rpm.REPOQUERY_FORMAT}", "--", *names): repoquery,
+        },
+    )  # fmt: skip
+
+
+def test_dnf_reads_rpm_versionlock_and_every_version_the_repositories_carry(
+    run_module, command_table, monkeypatch, tmp_path
+):
+    """Outputs of Debian 12's rpm 4.18 and dnf 4.14 (RHEL 9's dnf) on the bench; versionlock.list as dnf wrote it."""
+    names = ["cuda-toolkit-12-4", "nvidia-driver", "cuda-toolkit-12-2"]
+    locks = tmp_path / "versionlock.list"
+    locks.write_text((DNF / "versionlock-add.list").read_text())
+    monkeypatch.setattr(rpm, "VERSIONLOCK_LIST", str(locks))
+    repoquery = (0, (DNF / "repoquery-repofrompath.stdout").read_text(), "")
+    table = dnf_table(command_table, names, repoquery)
+    result, failed = run_module(package_info.main, {"name": names, "manager": "dnf"}, table, check_mode=True)
+    assert not failed, result
+    assert result["packages"] == {
+        "cuda-toolkit-12-4": {"installed": "12.4.0-1", "held": True, "broken": False, "candidate": "12.4.1-1",
+                              "available": ["12.4.1-1", "12.4.0-1"]},
+        "nvidia-driver": {"installed": "3:550.163.01-1.el9", "held": True, "broken": False,
+                          "candidate": "3:550.163.01-1.el9", "available": ["3:550.163.01-1.el9"]},
+        "cuda-toolkit-12-2": {"installed": None, "held": False, "broken": False, "candidate": "12.2.2-1",
+                              "available": ["12.2.2-1"]},
+    }  # fmt: skip
+
+
+def test_dnf_without_locks_holds_nothing(run_module, command_table, monkeypatch, tmp_path):
+    monkeypatch.setattr(rpm, "VERSIONLOCK_LIST", str(tmp_path / "absent.list"))
+    table = dnf_table(command_table, ["nvidia-driver"], (0, "", ""))
+    result, failed = run_module(package_info.main, {"name": ["nvidia-driver"], "manager": "dnf"}, table)
+    assert not failed, result
+    assert result["packages"]["nvidia-driver"] == {
+        "installed": "3:550.163.01-1.el9", "held": False, "broken": False, "candidate": None, "available": [],
+    }  # fmt: skip
+
+
+def test_dnf_a_repository_it_cannot_read_fails_the_task_with_dnf_s_words(run_module, command_table, tmp_path):
+    error = (DNF / "repoquery-unreachable.stderr").read_text()
+    table = dnf_table(command_table, ["nvidia-driver"], (1, "", error))
+    result, failed = run_module(package_info.main, {"name": ["nvidia-driver"], "manager": "dnf"}, table)
+    assert failed
+    assert result["msg"] == f"dnf failed with return code 1: {error.strip()}"
+
+
+def test_dnf_installed_names_come_from_rpm(run_module, command_table):
+    listing = "kernel\nkernel\ncuda-toolkit-12-4\ngpg-pubkey\n"
+    table = command_table(DNF_TOOLS, {("/usr/bin/rpm", "-qa", "--qf", "%{NAME}\n"): (0, listing, "")})
+    result, failed = run_module(package_info.main, {"list_installed": True, "manager": "dnf"}, table)
+    assert not failed, result
+    assert result == {
+        "changed": False,
+        "packages": {},
+        "installed_names": ["cuda-toolkit-12-4", "gpg-pubkey", "kernel"],
+    }

@@ -79,3 +79,54 @@ def test_an_index_that_is_not_gzip_fails(run_module, command_table, served):
     result, failed = run_module(repository_index.main, {"url": UPSTREAM, "names": ["x"]}, command_table({}, {}))
     assert failed
     assert "is not a gzip-compressed package index" in result["msg"]
+
+
+RHEL9 = "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/"
+RHEL9_MIRRORED = f"{MIRROR}/developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"
+DNF = Path(__file__).resolve().parents[3] / "fixtures" / "dnf"
+
+
+@pytest.fixture
+def dnf_cache(monkeypatch, tmp_path):
+    """The cache directory dnf is given, made where the test can see that it is removed afterwards."""
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(repository_index.tempfile, "mkdtemp", lambda prefix: str(cache.mkdir() or cache))
+    return cache
+
+
+def repoquery(cache, names, url=RHEL9_MIRRORED):
+    return ("/usr/bin/dnf", "repoquery", "--quiet", "--noplugins", f"--repofrompath=gpuops-index,{url}",
+            "--repo=gpuops-index", f"--setopt=cachedir={cache}", "--setopt=gpuops-index.skip_if_unavailable=False",
+            "--showduplicates", "--qf=%{name}\t%{evr}", "--", *names)  # fmt: skip
+
+
+def test_dnf_reads_an_rpm_md_repository_through_the_mirror_and_leaves_no_cache(
+    run_module, command_table, served, dnf_cache
+):
+    """dnf 4.14's output (Debian 12's, RHEL 9's version) for a repository of the bench's rpms."""
+    names = ["cuda-toolkit-12-4", "cuda-toolkit-11-8"]
+    served[f"{RHEL9_MIRRORED}/D42D0685.pub"] = KEY
+    table = command_table(
+        {"dnf": "/usr/bin/dnf"},
+        {repoquery(dnf_cache, names): (0, (DNF / "repoquery-repofrompath.stdout").read_text(), "")},
+    )
+    args = {"url": RHEL9, "names": names, "key_url": RHEL9 + "D42D0685.pub", "mirror_url": MIRROR, "manager": "dnf"}
+    result, failed = run_module(repository_index.main, args, table, check_mode=True)
+    assert not failed, result
+    assert result["packages"] == {"cuda-toolkit-12-4": ["12.4.0-1", "12.4.1-1"], "cuda-toolkit-11-8": []}
+    assert result["index_url"] == f"{RHEL9_MIRRORED}/repodata/repomd.xml"
+    assert result["key_fingerprints"] == [KEY_FINGERPRINT]
+    assert not dnf_cache.exists()
+
+
+def test_dnf_a_repository_it_cannot_read_fails_with_dnf_s_reason(run_module, command_table, served, dnf_cache):
+    error = (DNF / "repoquery-unreachable.stderr").read_text()
+    table = command_table({"dnf": "/usr/bin/dnf"}, {repoquery(dnf_cache, ["x"]): (1, "", error)})
+    args = {"url": RHEL9, "names": ["x"], "mirror_url": MIRROR, "manager": "dnf"}
+    result, failed = run_module(repository_index.main, args, table)
+    assert failed
+    assert result["msg"] == (
+        f"could not read the repository at {RHEL9_MIRRORED} with dnf: {error.strip()}; check the URL and, with an "
+        "offline mirror, that it holds this repository"
+    )
+    assert not dnf_cache.exists()

@@ -1,0 +1,114 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""RPM versions and what rpm and dnf print about packages: the dnf side of apt.py."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import osinfo
+
+# dnf repoquery's --qf: one line per package version (dnf ends each with a newline itself). %{evr} leaves out an
+# epoch of 0, as dnf names versions everywhere else ("12.4.1-1", "3:550.163.01-1.el9").
+REPOQUERY_FORMAT = "%{name}\t%{evr}"
+# rpm -q's --qf for installed packages; rpm prints "(none)" for a package built without an epoch.
+RPM_QUERY_FORMAT = "%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}\n"
+
+# Where dnf's versionlock plugin keeps its locks (RHEL 8/9, and Debian's dnf).
+VERSIONLOCK_LIST = "/etc/dnf/plugins/versionlock.list"
+
+_SEGMENT = re.compile(r"~|\^|[0-9]+|[A-Za-z]+")
+
+
+def _vercmp(a, b):
+    """rpmvercmp(): -1, 0 or 1 for two version (or release) strings, as rpm orders them.
+
+    Runs of digits compare as numbers, runs of letters as strings, a number sorts after letters; "~" sorts before
+    anything, even the end (1.0~rc1 < 1.0); "^" after the end but before anything else (1.0 < 1.0^git1 < 1.0.1).
+    Other characters only separate segments.
+    """
+    xs, ys = _SEGMENT.findall(a), _SEGMENT.findall(b)
+    for index in range(max(len(xs), len(ys))):
+        x = xs[index] if index < len(xs) else None
+        y = ys[index] if index < len(ys) else None
+        if "~" in (x, y):
+            if x != y:
+                return 1 if y == "~" else -1
+            continue
+        if "^" in (x, y):
+            if x != y:
+                # The end sorts before "^", "^" before any segment.
+                return -1 if x is None or (y is not None and y != "^") else 1
+            continue
+        if x is None or y is None:
+            return -1 if x is None else 1
+        if x.isdigit() != y.isdigit():
+            return 1 if x.isdigit() else -1
+        if x.isdigit():
+            x, y = int(x), int(y)
+        if x != y:
+            return -1 if x < y else 1
+    return 0
+
+
+def split_evr(text):
+    """(epoch, version, release) of "[EPOCH:]VERSION[-RELEASE]"; an absent or "(none)" epoch is 0."""
+    epoch, sep, rest = str(text).partition(":")
+    if not sep:
+        epoch, rest = "0", epoch
+    version, _sep, release = rest.rpartition("-") if "-" in rest else (rest, "", "")
+    return int(epoch) if epoch.isdigit() else 0, version, release
+
+
+def compare_versions(a, b):
+    """-1, 0 or 1 as EVR a sorts before, equal to or after b (rpm's order: epoch, version, then release)."""
+    ea, va, ra = split_evr(a)
+    eb, vb, rb = split_evr(b)
+    if ea != eb:
+        return -1 if ea < eb else 1
+    return _vercmp(va, vb) or _vercmp(ra, rb)
+
+
+def newest(versions):
+    """The newest of EVRs by rpm's order, or None for none."""
+    ordered = sorted(versions, key=functools.cmp_to_key(compare_versions))
+    return ordered[-1] if ordered else None
+
+
+def parse_repoquery(text, names):
+    """{name: [EVRs, oldest first]} for each of names from `dnf repoquery --qf REPOQUERY_FORMAT` (empty: none)."""
+    wanted = {name: [] for name in names}
+    for line in text.splitlines():
+        name, sep, evr = line.strip().partition("\t")
+        if sep and name in wanted and evr not in wanted[name]:
+            wanted[name].append(evr)
+    return {name: sorted(evrs, key=functools.cmp_to_key(compare_versions)) for name, evrs in wanted.items()}
+
+
+def parse_rpm_query(text):
+    """{name: EVR} from `rpm -q --qf RPM_QUERY_FORMAT -- NAMES`, epoch 0 left out as dnf does.
+
+    rpm prints "package NAME is not installed" on stdout for a name it lacks: no tab, so no entry. Of an
+    install-only package (kernel) installed twice, the newest.
+    """
+    installed = {}
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) != 2:
+            continue
+        name, evr = fields
+        epoch, _sep, rest = evr.partition(":")
+        evr = rest if epoch in ("0", "(none)") else evr
+        if name not in installed or compare_versions(evr, installed[name]) > 0:
+            installed[name] = evr
+    return installed
+
+
+def locked_names():
+    """The names dnf's versionlock holds (none without the file: nothing was ever locked)."""
+    try:
+        with open(VERSIONLOCK_LIST, encoding="utf-8") as handle:
+            return set(osinfo.parse_versionlock(handle.read()))
+    except FileNotFoundError:
+        return set()
