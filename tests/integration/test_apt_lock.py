@@ -2,8 +2,8 @@
 
 On a freshly booted node apt-daily or unattended-upgrades often hold /var/lib/apt/lists/lock; apt-get update does not
 wait for it. Here a process on a bench node holds that lock (an fcntl lock, as apt takes it) for some seconds while the
-refresh runs: the refresh retries until the lock is free, then succeeds. A source that cannot be fetched fails on the
-first attempt.
+refresh runs: the refresh retries until the lock is free, then succeeds; with gpuops_package_lock_timeout 0 it fails
+at once. A source that cannot be fetched fails on the first attempt.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ def node(tmp_path_factory):
         yield started
 
 
-def refresh(inventory: Path) -> subprocess.CompletedProcess:
+def refresh(inventory: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        ["ansible-playbook", "-i", str(inventory), str(PLAYBOOK)],
+        ["ansible-playbook", "-i", str(inventory), *extra, str(PLAYBOOK)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -45,7 +45,8 @@ def refresh(inventory: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_refresh_waits_for_the_lists_lock(node) -> None:
+def hold_the_lists_lock(node) -> None:
+    """Start the holder on the node and return once it holds the lock."""
     container = node.containers[NODE]
     node.sh(NODE, "rm -f /tmp/apt-lock-held")
     subprocess.run(["podman", "exec", "-d", container, "python3", "-c", HOLDER], check=True)
@@ -55,6 +56,21 @@ def test_the_refresh_waits_for_the_lists_lock(node) -> None:
         if time.monotonic() > deadline:
             pytest.fail("the lock holder did not start")
         time.sleep(0.2)
+
+
+def test_without_a_wait_the_refresh_fails_at_once_on_the_lock(node) -> None:
+    hold_the_lists_lock(node)
+    started = time.monotonic()
+    proc = refresh(node.inventory, "--extra-vars", "gpuops_package_lock_timeout=0")
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "Could not get lock /var/lib/apt/lists/lock" in output and "FAILED - RETRYING" not in output, output[-3000:]
+    # Let the holder go before the next test holds the lock again.
+    time.sleep(max(0.0, HOLD - (time.monotonic() - started)) + 1)
+
+
+def test_the_refresh_waits_for_the_lists_lock(node) -> None:
+    hold_the_lists_lock(node)
     started = time.monotonic()
     proc = refresh(node.inventory)
     output = proc.stdout + proc.stderr

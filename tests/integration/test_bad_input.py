@@ -50,6 +50,14 @@ CASES = {
         {**VALID, "gpuops_mirror_url": "http://mirror.example.com/site mirror"},
         ['gpuops_mirror_url is "http://mirror.example.com/site mirror"', "no spaces"],
     ),
+    "package_lock_timeout_negative": (
+        {**VALID, "gpuops_package_lock_timeout": -1},
+        ["gpuops_package_lock_timeout is -1: a wait cannot be negative.", "(300, the default), or 0 to fail at once"],
+    ),
+    "package_lock_timeout_not_a_number": (
+        {**VALID, "gpuops_package_lock_timeout": "5m"},
+        ["gpuops_package_lock_timeout", "unable to convert to int"],
+    ),
     "swap_kept_while_joining_kubernetes": (
         {**VALID, "os_baseline_disable_swap": False},
         [
