@@ -74,7 +74,7 @@ ansible_facts:
             The NVIDIA driver userland installed - C(version) (what the package providing C(libcuda.so.1) provides
             it at, null when none does), C(provider) (that package's C(name) and C(version), or null) and
             C(packages) (C(name), C(version) of every installed package of an C(nvidia-graphics-drivers*) source; dnf -
-            the provider alone).
+            every package providing C(libcuda.so.1()(64bit))).
           type: dict
           sample: {"version": "535.274.02", "provider": {"name": "libnvidia-tesla-535-cuda1",
                    "version": "535.274.02-1~deb13u1"}, "packages": [{"name": "libnvidia-tesla-535-cuda1",
@@ -134,9 +134,11 @@ def installed_rpm_driver(query):
     installed = rpm.parse_rpm_query(out) if rc == 0 else {}
     if not installed:
         return {"version": None, "provider": None, "packages": []}
-    name = sorted(installed)[0]
-    provider = {"name": name, "version": installed[name]}
-    return {"version": rpm.split_evr(installed[name])[1], "provider": provider, "packages": [provider]}
+    packages = [{"name": name, "version": installed[name]} for name in sorted(installed)]
+    # NVIDIA's cuda-compat-X-Y (forward-compatibility libraries under /usr/local/cuda-X.Y/compat) may provide it
+    # too, at another driver's version: the node's driver is the other provider.
+    provider = sorted(packages, key=lambda p: (p["name"].startswith("cuda-compat"), p["name"]))[0]
+    return {"version": rpm.split_evr(provider["version"])[1], "provider": provider, "packages": packages}
 
 
 def simulate(apt_get, cache, specs):

@@ -13,6 +13,7 @@ this release does, before the install. Nothing changes on any node.
 
 from __future__ import annotations
 
+import concurrent.futures
 from pathlib import Path
 
 import pytest
@@ -43,12 +44,18 @@ CUDA_REPO = {
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
     with bench_nodes(tmp_path_factory, GROUP, [{"name": name, "image": "debian12"} for name in NODES]) as started:
-        for name, (release, _repository, driver) in NODES.items():
+
+        def prepare(name: str) -> None:
+            release, _repository, driver = NODES[name]
             if name in RHEL:
                 started.rpm_userland(name, "bookworm", release.split("-")[1].split(".")[0])
             started.os_release(name, release)
             if driver:
                 started.rpm_installed(name, "nvidia-driver-cuda-libs", driver, "libcuda.so.1()(64bit)")
+
+        # Each node waits on its package downloads, not on this machine's CPUs: side by side.
+        with concurrent.futures.ThreadPoolExecutor(len(NODES)) as pool:
+            list(pool.map(prepare, NODES))
         yield started.inventory
 
 

@@ -123,6 +123,18 @@ def test_dnf_the_driver_is_the_version_of_the_package_providing_libcuda(run_modu
     assert facts["simulation"]["ok"] and facts["simulation"]["install"] == []
 
 
+def test_dnf_a_cuda_compat_package_providing_libcuda_too_is_not_the_driver(run_module, command_table):
+    # rpm's answer in the captured format, one line per provider; the cuda-compat line is made up.
+    answer = "cuda-compat-12-4\t(none):550.54.15-1\n" + (DNF / "rpm-whatprovides-libcuda.stdout").read_text()
+    table = command_table({"rpm": "/usr/bin/rpm"}, {WHATPROVIDES: (0, answer, "")})
+    result, failed = run_module(cuda_toolkit_facts.main, {"manager": "dnf"}, table)
+    assert not failed, result
+    driver = result["ansible_facts"]["cuda_toolkit"]["driver"]
+    assert driver["version"] == "550.163.01"
+    assert driver["provider"] == {"name": "nvidia-driver-cuda-libs", "version": "3:550.163.01-1.el9"}
+    assert [p["name"] for p in driver["packages"]] == ["cuda-compat-12-4", "nvidia-driver-cuda-libs"]
+
+
 def test_dnf_no_package_providing_libcuda_is_no_driver(run_module, command_table):
     table = command_table(
         {"rpm": "/usr/bin/rpm"}, {WHATPROVIDES: (1, (DNF / "rpm-whatprovides-none.stdout").read_text(), "")}
