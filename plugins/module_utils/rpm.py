@@ -72,8 +72,7 @@ def compare_versions(a, b):
 
 def newest(versions):
     """The newest of EVRs by rpm's order, or None for none."""
-    ordered = sorted(versions, key=functools.cmp_to_key(compare_versions))
-    return ordered[-1] if ordered else None
+    return max(versions, key=functools.cmp_to_key(compare_versions), default=None)
 
 
 def parse_repoquery(text, names):
@@ -86,10 +85,11 @@ def parse_repoquery(text, names):
     return {name: sorted(evrs, key=functools.cmp_to_key(compare_versions)) for name, evrs in wanted.items()}
 
 
-def parse_rpm_query(text):
-    """{name: EVR} from `rpm -q --qf RPM_QUERY_FORMAT -- NAMES`, epoch 0 left out as dnf does.
+def parse_installed(text):
+    """{name: EVR} from `rpm -q --qf RPM_QUERY_FORMAT ...`, epoch 0 left out as dnf does.
 
-    rpm prints "package NAME is not installed" on stdout for a name it lacks: no tab, so no entry. Of an
+    rpm prints "package NAME is not installed" (or "no package provides ...") on stdout for what it lacks: no tab, so
+    no entry. Of an
     install-only package (kernel) installed twice, the newest.
     """
     installed = {}

@@ -130,19 +130,24 @@ RPM_LIBCUDA = "libcuda.so.1()(64bit)"
 def installed_rpm_driver(query):
     """The driver userland rpm has installed: the package providing libcuda.so.1, its version the driver's."""
     # Exit 1 with "no package provides ..." when none does.
-    rc, out, _err = query(["-q", "--whatprovides", RPM_LIBCUDA, "--qf", rpm.RPM_QUERY_FORMAT], ok_rc=(0, 1))
-    installed = rpm.parse_rpm_query(out) if rc == 0 else {}
+    _rc, out, _err = query(["-q", "--whatprovides", RPM_LIBCUDA, "--qf", rpm.RPM_QUERY_FORMAT], ok_rc=(0, 1))
+    installed = rpm.parse_installed(out)
     if not installed:
         return {"version": None, "provider": None, "packages": []}
     packages = [{"name": name, "version": installed[name]} for name in sorted(installed)]
     # NVIDIA's cuda-compat-X-Y (forward-compatibility libraries under /usr/local/cuda-X.Y/compat) may provide it
     # too, at another driver's version: the node's driver is the other provider.
-    provider = sorted(packages, key=lambda p: (p["name"].startswith("cuda-compat"), p["name"]))[0]
+    provider = min(packages, key=lambda p: (p["name"].startswith("cuda-compat"), p["name"]))
     return {"version": rpm.split_evr(provider["version"])[1], "provider": provider, "packages": packages}
 
 
+def no_simulation():
+    """The simulation's result when nothing is simulated."""
+    return {"ok": True, "error": None, "install": [], "remove": [], "driver_requirement": None}
+
+
 def simulate(apt_get, cache, specs):
-    result = {"ok": True, "error": None, "install": [], "remove": [], "driver_requirement": None}
+    result = no_simulation()
     if not specs:
         return result
     rc, out, err = apt_get(
@@ -200,7 +205,7 @@ def main():
             )
         facts = {
             "driver": installed_rpm_driver(ToolRunner(module, "rpm")),
-            "simulation": simulate(None, None, []),
+            "simulation": no_simulation(),
             "alternatives": None,
             "executables": [],
         }

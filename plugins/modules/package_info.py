@@ -137,7 +137,7 @@ def gather_dnf(query, repoquery, held, names, list_installed):
     if names:
         # rpm exits with the number of names it lacks, each reported as "package NAME is not installed".
         _rc, out, _err = query(["-q", "--qf", rpm.RPM_QUERY_FORMAT, "--", *names], ok_rc=tuple(range(256)))
-        installed = rpm.parse_rpm_query(out)
+        installed = rpm.parse_installed(out)
         # A lock hides a held package's other versions from dnf; listing them is the point here.
         _rc, out, _err = repoquery(
             ["repoquery", "--quiet", "--disableplugin=versionlock", "--showduplicates",

@@ -464,46 +464,52 @@ def build_standin_repos(keyfile: Path) -> dict:
 def build_rpm_repos(folder: Path, spec: dict, keyfile: Path) -> dict:
     """An rpm-md repository at each of spec's `paths` (dnf's baseurl layout: the rpms and repodata/), holding one rpm
     per version of each package, signed by the bench's key as the real ones are by the vendor's, with that key beside
-    them as `key_file`. A package is `<folder>/<name>/package.spec` (with @VERSION@, @UPSTREAM@, @RELEASE@) and the
-    files under `<folder>/<name>/root/`, which its %install copies. Returns {path: key path}."""
+    them as `key_file`. A package is `<folder>/<name>/package.spec` (with @VERSION@, @UPSTREAM@, @RELEASE@); its tree
+    is rendered into the build's %{_sourcedir}, where the spec's %install may take files from. Each rpm is built once
+    and copied into every repository that lacks it or holds an older recipe's. Returns {path: key path}."""
+    www = mirror_root() / "www"
+    wanted, changed = set(), set()
+    for package, versions in spec["packages"].items():
+        source = folder / package
+        recipe = tree_recipe(source)
+        for version in versions:
+            name = f"{package}-{version}.{spec.get('architecture', 'x86_64')}.rpm"
+            wanted.add(name)
+            stamps = {path: mirror_root() / "standin-recipes" / path / f"{name}.recipe" for path in spec["paths"]}
+            current = {path for path, stamp in stamps.items()
+                       if (www / path / name).exists() and stamp.exists() and stamp.read_text() == recipe}  # fmt: skip
+            stale = [path for path in spec["paths"] if path not in current]
+            if not stale:
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                render_standin(source, Path(tmp) / "SOURCES", version)
+                run(["rpmbuild", "-bb", "--quiet", "--define", f"_topdir {tmp}",
+                     "--define", f"_sourcedir {tmp}/SOURCES", f"{tmp}/SOURCES/package.spec"],
+                    capture=True)  # fmt: skip
+                built = next(Path(tmp, "RPMS").rglob("*.rpm"))
+                # rpm's own default for gpg's path is not where Debian puts it.
+                run(["rpmsign", "--define", f"__gpg {shutil.which('gpg')}",
+                     "--define", f"_gpg_path {mirror_root() / 'gnupg'}",
+                     "--define", "_gpg_name bench@gpuops.test", "--addsign", str(built)],
+                    capture=True)  # fmt: skip
+                for path in stale:
+                    (www / path).mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(built, www / path / name)
+                    stamps[path].parent.mkdir(parents=True, exist_ok=True)
+                    stamps[path].write_text(recipe)
+                    changed.add(path)
     published = {}
     for path in spec["paths"]:
-        repo = mirror_root() / "www" / path
+        repo = www / path
         repo.mkdir(parents=True, exist_ok=True)
-        wanted, changed = set(), False
-        for package, versions in spec["packages"].items():
-            source = folder / package
-            recipe = tree_recipe(source)
-            for version in versions:
-                name = f"{package}-{version}.{spec.get('architecture', 'x86_64')}.rpm"
-                wanted.add(name)
-                stamp = mirror_root() / "standin-recipes" / path / f"{name}.recipe"
-                stamp.parent.mkdir(parents=True, exist_ok=True)
-                if (repo / name).exists() and stamp.exists() and stamp.read_text() == recipe:
-                    continue
-                with tempfile.TemporaryDirectory() as tmp:
-                    render_standin(source, Path(tmp) / "SOURCES", version)
-                    run(["rpmbuild", "-bb", "--quiet", "--define", f"_topdir {tmp}",
-                         "--define", f"_sourcedir {tmp}/SOURCES", f"{tmp}/SOURCES/package.spec"],
-                        capture=True)  # fmt: skip
-                    built = next(Path(tmp, "RPMS").rglob("*.rpm"))
-                    # rpm's own default for gpg's path is not where Debian puts it.
-                    run(["rpmsign", "--define", f"__gpg {shutil.which('gpg')}",
-                         "--define", f"_gpg_path {mirror_root() / 'gnupg'}",
-                         "--define", "_gpg_name bench@gpuops.test", "--addsign", str(built)],
-                        capture=True)  # fmt: skip
-                    shutil.copyfile(built, repo / name)
-                stamp.write_text(recipe)
-                changed = True
         for old in repo.glob("*.rpm"):
             if old.name not in wanted:
                 old.unlink()
-                changed = True
-        if changed or not (repo / "repodata" / "repomd.xml").exists():
+                changed.add(path)
+        if path in changed or not (repo / "repodata" / "repomd.xml").exists():
             run(["createrepo_c", "--quiet", "--update", str(repo)], capture=True)
-        key = f"{path}/{spec['key_file']}"
-        shutil.copyfile(keyfile, mirror_root() / "www" / key)
-        published[path] = key
+        published[path] = f"{path}/{spec['key_file']}"
+        shutil.copyfile(keyfile, www / published[path])
     return published
 
 

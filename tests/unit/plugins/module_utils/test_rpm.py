@@ -38,7 +38,7 @@ def test_repoquery_lists_each_name_oldest_first_and_names_it_lacks_empty():
 
 def test_rpm_query_drops_epoch_0_and_ignores_names_rpm_lacks():
     text = (DNF / "rpm-q-evr.stdout").read_text()
-    assert rpm.parse_rpm_query(text) == {"cuda-toolkit-12-4": "12.4.0-1", "nvidia-driver": "3:550.163.01-1.el9"}
-    assert rpm.parse_rpm_query("kernel\t(none):5.14.0-503.34.1.el9_5\nkernel\t(none):5.14.0-503.11.1.el9_5\n") == {
+    assert rpm.parse_installed(text) == {"cuda-toolkit-12-4": "12.4.0-1", "nvidia-driver": "3:550.163.01-1.el9"}
+    assert rpm.parse_installed("kernel\t(none):5.14.0-503.34.1.el9_5\nkernel\t(none):5.14.0-503.11.1.el9_5\n") == {
         "kernel": "5.14.0-503.34.1.el9_5"
     }
