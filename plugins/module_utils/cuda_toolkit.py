@@ -23,6 +23,18 @@ DRIVER_LIBRARIES = ("libcuda.so.1", "libcuda1", "libnvidia-ml.so.1", "libnvidia-
 # Debian builds every NVIDIA driver userland package (libcuda1, libnvidia-ml1, nvidia-alternative...) from a source
 # package of this name or its branch variants (nvidia-graphics-drivers-tesla-535).
 DRIVER_SOURCE_PREFIX = "nvidia-graphics-drivers"
+# NVIDIA's RHEL driver userland: built from the nvidia-driver source rpm (nvidia-driver, -libs, -cuda, -cuda-libs,
+# -NVML...), with cuda-drivers (the meta-package) and the kernel module packages (kmod-nvidia-*, nvidia-kmod-common)
+# around it; any other build of it provides the libraries' sonames (rpm's automatic provides).
+RPM_DRIVER_SOURCES = ("nvidia-driver", "cuda-drivers")
+# Names of those packages (nvidia-driver-cuda-libs, cuda-drivers-550, kmod-nvidia-open-dkms, nvidia-kmod-common).
+RPM_DRIVER_PREFIXES = ("nvidia-driver", "cuda-drivers", "kmod-nvidia", "nvidia-kmod")
+RPM_DRIVER_LIBRARIES = ("libcuda.so.1()(64bit)", "libnvidia-ml.so.1()(64bit)")
+# NVIDIA's cuda-compat-X-Y carries a driver's libcuda for forward compatibility under /usr/local/cuda-X.Y/compat,
+# off the linker's path: not a second userland.
+RPM_COMPAT_PREFIX = "cuda-compat"
+# An rpm Requires naming a version: "cuda-drivers >= 550.54.15".
+_RPM_REQUIRES = re.compile(r"^(?P<name>\S+) (?P<op>>=|=|>) (?P<version>\S+)$")
 
 # "12.4" (the newest release of that minor the source carries) or "12.4.1" (exactly that release).
 _REQUESTED = re.compile(r"^(?P<major>\d{2})\.(?P<minor>\d{1,2})(?:\.(?P<update>\d{1,2}))?$")
@@ -173,6 +185,56 @@ def driver_library_minimum(stanzas):
     return found
 
 
+def rpm_source_name(sourcerpm):
+    """The source package of an rpm: "nvidia-driver-550.163.01-1.el9.src.rpm" -> nvidia-driver."""
+    return sourcerpm.rsplit("-", 2)[0] if sourcerpm.count("-") >= 2 else sourcerpm
+
+
+def rpm_is_driver(package):
+    """Whether an rpm (dnf_install's transaction entry: name, sourcerpm, provides) is NVIDIA driver userland."""
+    if package["name"].startswith(RPM_COMPAT_PREFIX):
+        return False
+    return (
+        rpm_source_name(package.get("sourcerpm") or "") in RPM_DRIVER_SOURCES
+        or package["name"].startswith(RPM_DRIVER_PREFIXES)
+        or any(p.split(" ")[0] in RPM_DRIVER_LIBRARIES for p in package.get("provides") or [])
+    )
+
+
+def rpm_driver_requirement(packages):
+    """The newest driver the rpms' Requires name a driver package at, as driver_library_minimum does for debs.
+
+    "cuda-drivers >= 550.54.15" -> {"version": "550.54.15", "package": <the requiring rpm>, "relation": that text};
+    an epoch and a release are dropped ("3:550.163.01-1.el9" -> 550.163.01). None when no Requires names one.
+    """
+    found = None
+    for package in packages:
+        for text in package.get("requires") or []:
+            match = _RPM_REQUIRES.match(text)
+            if not match or not rpm_is_driver({"name": match.group("name")}):
+                continue
+            version = rpm.split_evr(match.group("version"))[1]
+            key = gpu_catalog.driver_version_key(version)
+            if found is None or key > gpu_catalog.driver_version_key(found["version"]):
+                found = {"version": version, "package": package["name"], "relation": text}
+    return found
+
+
+def dnf_simulation(transaction):
+    """cuda_toolkit_facts' simulation from dnf's resolution (module_utils dnf.resolve)."""
+    return {
+        "ok": transaction["error"] is None,
+        "error": transaction["error"],
+        "install": [
+            {"name": p["name"], "version": p["version"], "upgrade_from": p["upgrade_from"],
+             "source": rpm_source_name(p["sourcerpm"]), "driver": rpm_is_driver(p)}
+            for p in transaction["install"]
+        ],
+        "remove": transaction["remove"],
+        "driver_requirement": rpm_driver_requirement(transaction["install"]),
+    }  # fmt: skip
+
+
 def parse_alternatives(text):
     """`update-alternatives --query NAME` as {link, status, value, choices: {path: priority}}."""
     result = {"link": None, "status": None, "value": None, "choices": {}}
@@ -191,6 +253,37 @@ def parse_alternatives(text):
             result["choices"][current] = None
         elif key == "Priority" and current is not None:
             result["choices"][current] = int(value)
+    return result
+
+
+_DISPLAY_MODE = re.compile(r"^(?P<name>\S+) - (?:(?P<debian>auto|manual) mode|status is (?P<rhel>auto|manual)\.)$")
+_POINTS_TO = "link currently points to "
+_DISPLAY_CHOICE = re.compile(r"^(?P<path>/\S*) - (?:family \S+ )?priority (?P<priority>-?\d+)$")
+
+
+def parse_alternatives_display(text):
+    """`update-alternatives --display NAME` as parse_alternatives returns --query: {link, status, value, choices}.
+
+    Two formats: Debian's ("cuda - manual mode", "  link currently points to PATH", "  link cuda is LINK", "PATH -
+    priority N") and RHEL's alternatives, where update-alternatives is a link to it and --query does not exist
+    ("java - status is auto.", " link currently points to PATH", "PATH - [family F ]priority N", followers, "Current
+    `best' version is PATH."; no line names the link itself: link is null).
+    """
+    result = {"link": None, "status": None, "value": None, "choices": {}}
+    name = None
+    for line in (text or "").splitlines():
+        mode = _DISPLAY_MODE.match(line)
+        choice = _DISPLAY_CHOICE.match(line)
+        detail = line.strip()
+        if mode and name is None:
+            name = mode.group("name")
+            result["status"] = mode.group("debian") or mode.group("rhel")
+        elif choice:
+            result["choices"][choice.group("path")] = int(choice.group("priority"))
+        elif detail.startswith(_POINTS_TO):
+            result["value"] = detail[len(_POINTS_TO) :]
+        elif name and detail.startswith(f"link {name} is "):
+            result["link"] = detail[len(f"link {name} is ") :]
     return result
 
 
@@ -408,8 +501,8 @@ def repository_plan(index, packages, versions, default, table, host):
             # The scale NVIDIA's cuda-toolkit-X-Y-config-common registers /usr/local/cuda-X.Y at (12.2 -> 122).
             "priority": int(requested["major_minor"].replace(".", "")),
             "min_driver": gpu_catalog.cuda_min_driver(release),
-            # Whether apt's index has it yet (the repository configured by an earlier run): apt can simulate it.
-            "apt_knows": chosen in (info.get("available") or []),
+            # Whether the package manager knows it yet (the repository configured by an earlier run): it can simulate.
+            "known": chosen in (info.get("available") or []),
         })  # fmt: skip
     return {"problem": None, "toolkits": toolkits, "default": default_root(toolkits, default)}
 

@@ -17,12 +17,14 @@ description:
     require of C(libcuda.so.1) or C(libnvidia-ml.so.1). Nothing is installed.
   - The C(update-alternatives) state of O(alternative) (C(/usr/local/cuda) for NVIDIA's and this collection's CUDA
     roots), and the C(/usr/bin) executables of O(executables_of).
-  - apt (Debian, Ubuntu). dnf (RHEL, Rocky Linux) - the driver only (C(rpm -q --whatprovides) of
-    C(libcuda.so.1()(64bit)), whose package's version is the driver's); no simulation, no alternatives read.
+  - apt (Debian, Ubuntu). dnf (RHEL, Rocky Linux) - the driver from C(rpm -q --whatprovides) of
+    C(libcuda.so.1()(64bit)) (its package's version is the driver's), the install resolved by dnf's own resolver
+    (as M(gpuops.bringup.dnf_install) resolves it), the alternatives from C(update-alternatives --display) (RHEL's
+    alternatives has no C(--query)); no O(executables_of).
 author: gpuops.bringup developers (@gpuops)
 options:
   install:
-    description: Package specs (C(name=version)) whose install is simulated; empty - no simulation.
+    description: Package specs (C(name=version), also on dnf) whose install is simulated; empty - no simulation.
     type: list
     elements: str
     default: []
@@ -81,16 +83,17 @@ ansible_facts:
                    "version": "535.274.02-1~deb13u1"}]}
         simulation:
           description: >-
-            With O(install) - C(ok) (apt found a solution), C(error) (apt's message when not), C(install) (C(name),
-            C(version), C(upgrade_from), C(source), C(driver) - the package is NVIDIA driver userland), C(remove)
-            (C(name), C(version)), C(driver_requirement) (C(version), C(package), C(relation): the newest driver the
-            new packages require of the driver libraries, or null). Without O(install), empty lists and nulls.
+            With O(install) - C(ok) (apt or dnf found a solution), C(error) (its message when not), C(install)
+            (C(name), C(version), C(upgrade_from), C(source), C(driver) - the package is NVIDIA driver userland),
+            C(remove) (C(name), C(version)), C(driver_requirement) (C(version), C(package), C(relation): the newest
+            driver the new packages require of the driver libraries - dnf, of a driver package -, or null). Without
+            O(install), empty lists and nulls.
           type: dict
         alternatives:
           description: >-
-            C(update-alternatives --query) of O(alternative) - C(link), C(status) (auto, manual), C(value) (the
-            current target), C(choices) (path to priority); C(exists) false when there is no such alternative. Null on
-            dnf.
+            C(update-alternatives --query) of O(alternative) (dnf - C(--display)) - C(link) (null on RHEL, whose
+            C(--display) does not name it), C(status) (auto, manual), C(value) (the current target), C(choices) (path
+            to priority); C(exists) false when there is no such alternative.
           type: dict
         executables:
           description: The C(/usr/bin) files of O(executables_of), sorted.
@@ -100,7 +103,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit, rpm
+from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit, dnf, rpm
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 
 INSTALLED_FORMAT = "${Package}\t${Version}\t${source:Package}\t${Provides}\t${db:Status-Abbrev}\n"
@@ -180,6 +183,14 @@ def alternatives(update_alternatives, name):
     return dict(parsed, exists=rc == 0)
 
 
+def alternatives_display(update_alternatives, name):
+    # RHEL's alternatives (update-alternatives is a link to it) has no --query. Without such an alternative
+    # Debian's exits 2 ("no alternatives for NAME"); RHEL's fails too, and prints no status line either way.
+    rc, out, _err = update_alternatives(["--display", name], ok_rc=(0, 1, 2))
+    parsed = cuda_toolkit.parse_alternatives_display(out if rc == 0 else "")
+    return dict(parsed, exists=parsed["status"] is not None)
+
+
 def executables(query, packages):
     if not packages:
         return []
@@ -199,14 +210,16 @@ def main():
         supports_check_mode=True,
     )
     if module.params["manager"] == "dnf":
-        if module.params["install"] or module.params["executables_of"]:
-            module.fail_json(
-                msg="on dnf, cuda_toolkit_facts reads the installed driver only (install and executables_of are apt's)"
-            )
+        if module.params["executables_of"]:
+            module.fail_json(msg="on dnf, cuda_toolkit_facts lists no executables (executables_of is for apt)")
+        # The role names versions as apt does (name=version); dnf takes name-version.
+        specs = [spec.replace("=", "-", 1) for spec in module.params["install"]]
         facts = {
             "driver": installed_rpm_driver(ToolRunner(module, "rpm")),
-            "simulation": no_simulation(),
-            "alternatives": None,
+            "simulation": cuda_toolkit.dnf_simulation(dnf.resolve(module, specs)) if specs else no_simulation(),
+            "alternatives": alternatives_display(
+                ToolRunner(module, "update-alternatives"), module.params["alternative"]
+            ),
             "executables": [],
         }
         module.exit_json(changed=False, ansible_facts={"cuda_toolkit": facts})

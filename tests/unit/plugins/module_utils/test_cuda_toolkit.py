@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit
@@ -449,3 +452,90 @@ def test_repository_plan_orders_an_rpm_repository_s_versions_as_rpm_does():
     assert cuda_toolkit.repository_plan(index, {}, ["12.4"], "", REPO, "n1")["toolkits"][0]["package_version"] == (
         "12.4.1-1^1"
     )
+
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+DISPLAY = FIXTURES / "alternatives"
+
+
+@pytest.mark.parametrize(
+    ("capture", "expected"),
+    [
+        # Debian 12's update-alternatives 1.21.23 on the bench, before and after --set.
+        ("debian12-display-auto.stdout", {
+            "link": "/usr/local/cuda", "status": "auto", "value": "/usr/local/cuda-12.2",
+            "choices": {"/usr/local/cuda-11.8": 118, "/usr/local/cuda-12.2": 122}}),
+        ("debian12-display-manual.stdout", {
+            "link": "/usr/local/cuda", "status": "manual", "value": "/usr/local/cuda-11.8",
+            "choices": {"/usr/local/cuda-11.8": 118, "/usr/local/cuda-12.2": 122}}),
+        # RHEL's alternatives (Red Hat's insights-core test data): followers and the best version are not choices.
+        ("rhel-display-mta.stdout", {
+            "link": None, "status": "auto", "value": "/usr/sbin/sendmail.postfix",
+            "choices": {"/usr/sbin/sendmail.postfix": 30}}),
+        ("rhel-display-java.stdout", {
+            "link": None, "status": "auto", "value": "/usr/lib/jvm/jre-1.6.0-ibm.x86_64/bin/java",
+            "choices": {"/usr/lib/jvm/jre-1.6.0-ibm.x86_64/bin/java": 16091,
+                        "/usr/lib/jvm/jre-1.4.2-gcj/bin/java": 1420}}),
+    ],
+)  # fmt: skip
+def test_alternatives_display_reads_debian_and_rhel(capture, expected):
+    assert cuda_toolkit.parse_alternatives_display((DISPLAY / capture).read_text()) == expected
+
+
+def test_alternatives_display_reads_a_family_and_manual_status():
+    # RHEL's line for an alternative with a family, as fedora-sysv/chkconfig's alternatives.c prints it (derived, not a
+    # capture), and its manual status line.
+    text = (
+        "cuda - status is manual.\n"
+        " link currently points to /usr/local/cuda-12.2\n"
+        "/usr/local/cuda-12.2 - family cuda-12 priority 122\n"
+        "Current `best' version is /usr/local/cuda-12.2.\n"
+    )
+    parsed = cuda_toolkit.parse_alternatives_display(text)
+    assert parsed["status"] == "manual"
+    assert parsed["choices"] == {"/usr/local/cuda-12.2": 122}
+
+
+def test_alternatives_display_of_nothing_is_empty():
+    assert cuda_toolkit.parse_alternatives_display("") == {"link": None, "status": None, "value": None, "choices": {}}
+
+
+@pytest.mark.parametrize(
+    ("package", "driver"),
+    [
+        ({"name": "nvidia-driver-cuda-libs", "sourcerpm": "nvidia-driver-550.163.01-1.el9.src.rpm"}, True),
+        ({"name": "libnvidia-ml", "sourcerpm": "nvidia-driver-580.65.06-1.el9.src.rpm"}, True),
+        ({"name": "cuda-drivers", "sourcerpm": "cuda-drivers-560.35.03-1.src.rpm"}, True),
+        ({"name": "kmod-nvidia-open-dkms", "sourcerpm": "kmod-nvidia-open-dkms-595.45.04-1.el9.src.rpm"}, True),
+        ({"name": "nvidia-kmod-common", "sourcerpm": "nvidia-kmod-common-595.45.04-1.el9.src.rpm"}, True),
+        # Another build of the library, known by rpm's automatic soname provide.
+        ({"name": "libcuda-other", "sourcerpm": "other-1-1.src.rpm", "provides": ["libcuda.so.1()(64bit)"]}, True),
+        ({"name": "cuda-compat-12-4", "sourcerpm": "cuda-compat-12-4-550.54.15-1.src.rpm",
+          "provides": ["libcuda.so.1()(64bit)"]}, False),
+        ({"name": "cuda-toolkit-12-2", "sourcerpm": "cuda-toolkit-12-2-12.2.2-1.src.rpm"}, False),
+    ],
+)  # fmt: skip
+def test_rpm_driver_userland(package, driver):
+    assert cuda_toolkit.rpm_is_driver(package) is driver
+
+
+def test_dnf_simulation_from_dnf_s_resolution():
+    transaction = json.loads((FIXTURES / "dnf" / "resolve-obsoletes.json").read_text())
+    simulation = cuda_toolkit.dnf_simulation(transaction)
+    assert simulation["ok"] is True
+    assert simulation["remove"] == [{"name": "gpuops-bench-base", "version": "1-1"}]
+    assert simulation["install"] == [{"name": "gpuops-bench-base-next", "version": "2-1", "upgrade_from": None,
+                                      "source": "gpuops-bench-base-next", "driver": False}]  # fmt: skip
+    assert simulation["driver_requirement"] is None
+
+
+def test_rpm_driver_requirement_takes_the_newest_and_drops_epoch_and_release():
+    packages = [
+        {"name": "a", "requires": ["cuda-drivers >= 535.104.05", "libcuda.so.1()(64bit)"]},
+        {"name": "b", "requires": ["nvidia-driver-cuda-libs >= 3:560.35.03-1.el9", "cuda-cccl-12-6 >= 12.6"]},
+    ]
+    assert cuda_toolkit.rpm_driver_requirement(packages) == {
+        "version": "560.35.03",
+        "package": "b",
+        "relation": "nvidia-driver-cuda-libs >= 3:560.35.03-1.el9",
+    }

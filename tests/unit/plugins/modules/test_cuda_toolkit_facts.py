@@ -3,8 +3,10 @@ captured in the bench's Debian 13 container with the Tesla 535 userland (2026-11
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import dnf
 from ansible_collections.gpuops.bringup.plugins.modules import cuda_toolkit_facts
 
 TOOLS = {
@@ -105,28 +107,40 @@ def test_a_failing_dpkg_query_fails_the_task(run_module, command_table):
 
 
 DNF = Path(__file__).resolve().parents[3] / "fixtures" / "dnf"
+ALTERNATIVES_CAPTURES = DNF.parent / "alternatives"
 WHATPROVIDES = ("/usr/bin/rpm", "-q", "--whatprovides", "libcuda.so.1()(64bit)", "--qf",
                 "%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}\n")  # fmt: skip
+DISPLAY = ("/usr/bin/update-alternatives", "--display", "cuda")
+DNF_TOOLS = {
+    "rpm": "/usr/bin/rpm",
+    "update-alternatives": "/usr/bin/update-alternatives",
+    "python3": "/usr/bin/python3",
+}
+NO_DISPLAY = (2, "", (ALTERNATIVES_CAPTURES / "debian12-display-none.stderr").read_text())
+LIBCUDA = (0, (DNF / "rpm-whatprovides-libcuda.stdout").read_text(), "")
+
+
+def resolve_call(*specs):
+    request = json.dumps({"specs": list(specs), "install_weak_deps": False})
+    return ("/usr/bin/python3", "-c", dnf.RESOLVE_SCRIPT, request)
 
 
 def test_dnf_the_driver_is_the_version_of_the_package_providing_libcuda(run_module, command_table):
     """rpm 4.18's answer on the bench for a package providing libcuda.so.1 as NVIDIA's nvidia-driver-cuda-libs does."""
-    table = command_table(
-        {"rpm": "/usr/bin/rpm"}, {WHATPROVIDES: (0, (DNF / "rpm-whatprovides-libcuda.stdout").read_text(), "")}
-    )
+    table = command_table(DNF_TOOLS, {WHATPROVIDES: LIBCUDA, DISPLAY: NO_DISPLAY})
     result, failed = run_module(cuda_toolkit_facts.main, {"manager": "dnf"}, table, check_mode=True)
     assert not failed, result
     provider = {"name": "nvidia-driver-cuda-libs", "version": "3:550.163.01-1.el9"}
     facts = result["ansible_facts"]["cuda_toolkit"]
     assert facts["driver"] == {"version": "550.163.01", "provider": provider, "packages": [provider]}
-    assert facts["alternatives"] is None
+    assert facts["alternatives"] == {"link": None, "status": None, "value": None, "choices": {}, "exists": False}
     assert facts["simulation"]["ok"] and facts["simulation"]["install"] == []
 
 
 def test_dnf_a_cuda_compat_package_providing_libcuda_too_is_not_the_driver(run_module, command_table):
     # rpm's answer in the captured format, one line per provider; the cuda-compat line is made up.
-    answer = "cuda-compat-12-4\t(none):550.54.15-1\n" + (DNF / "rpm-whatprovides-libcuda.stdout").read_text()
-    table = command_table({"rpm": "/usr/bin/rpm"}, {WHATPROVIDES: (0, answer, "")})
+    answer = "cuda-compat-12-4\t(none):550.54.15-1\n" + LIBCUDA[1]
+    table = command_table(DNF_TOOLS, {WHATPROVIDES: (0, answer, ""), DISPLAY: NO_DISPLAY})
     result, failed = run_module(cuda_toolkit_facts.main, {"manager": "dnf"}, table)
     assert not failed, result
     driver = result["ansible_facts"]["cuda_toolkit"]["driver"]
@@ -137,16 +151,65 @@ def test_dnf_a_cuda_compat_package_providing_libcuda_too_is_not_the_driver(run_m
 
 def test_dnf_no_package_providing_libcuda_is_no_driver(run_module, command_table):
     table = command_table(
-        {"rpm": "/usr/bin/rpm"}, {WHATPROVIDES: (1, (DNF / "rpm-whatprovides-none.stdout").read_text(), "")}
+        DNF_TOOLS, {WHATPROVIDES: (1, (DNF / "rpm-whatprovides-none.stdout").read_text(), ""), DISPLAY: NO_DISPLAY}
     )
     result, failed = run_module(cuda_toolkit_facts.main, {"manager": "dnf"}, table)
     assert not failed, result
     assert result["ansible_facts"]["cuda_toolkit"]["driver"] == {"version": None, "provider": None, "packages": []}
 
 
-def test_dnf_refuses_what_only_apt_answers(run_module, command_table):
+def test_dnf_a_toolkit_that_would_upgrade_the_driver_is_seen_through_dnf(run_module, command_table):
+    """dnf's resolution (captured with bench-built rpms) of a package requiring cuda-drivers >= 560.35.03 on a node
+    with the 550 nvidia-driver-cuda-libs: cuda-drivers comes, and the driver library is upgraded."""
+    spec = "cuda-demo-suite-12-6=12.6.68-1"
+    table = command_table(
+        DNF_TOOLS,
+        {
+            WHATPROVIDES: LIBCUDA,
+            DISPLAY: (0, (ALTERNATIVES_CAPTURES / "debian12-display-manual.stdout").read_text(), ""),
+            resolve_call("cuda-demo-suite-12-6-12.6.68-1"): (0, (DNF / "resolve-driver-upgrade.json").read_text(), ""),
+        },
+    )
+    result, failed = run_module(cuda_toolkit_facts.main, {"manager": "dnf", "install": [spec]}, table)
+    assert not failed, result
+    facts = result["ansible_facts"]["cuda_toolkit"]
+    simulation = facts["simulation"]
+    assert simulation["ok"] and simulation["remove"] == []
+    assert [(p["name"], p["driver"], p["upgrade_from"]) for p in simulation["install"]] == [
+        ("cuda-demo-suite-12-6", False, None),
+        ("cuda-drivers", True, None),
+        ("nvidia-driver-cuda-libs", True, "3:550.163.01-1.el9"),
+    ]
+    assert simulation["driver_requirement"] == {
+        "version": "560.35.03",
+        "package": "cuda-demo-suite-12-6",
+        "relation": "cuda-drivers >= 560.35.03",
+    }
+    assert facts["alternatives"]["value"] == "/usr/local/cuda-11.8"
+    assert facts["alternatives"]["status"] == "manual"
+
+
+def test_dnf_a_version_no_repository_carries_is_dnf_s_error(run_module, command_table):
+    table = command_table(
+        DNF_TOOLS,
+        {
+            WHATPROVIDES: LIBCUDA,
+            DISPLAY: NO_DISPLAY,
+            resolve_call("cuda-toolkit-12-2-12.2.9-1"): (0, (DNF / "resolve-no-match.json").read_text(), ""),
+        },
+    )
     result, failed = run_module(
-        cuda_toolkit_facts.main, {"manager": "dnf", "install": ["cuda-toolkit-12-4-12.4.1-1"]}, command_table({}, {})
+        cuda_toolkit_facts.main, {"manager": "dnf", "install": ["cuda-toolkit-12-2=12.2.9-1"]}, table
+    )
+    assert not failed, result
+    simulation = result["ansible_facts"]["cuda_toolkit"]["simulation"]
+    assert simulation["ok"] is False
+    assert simulation["error"] == "No match for argument: cuda-toolkit-12-2-12.2.9-1"
+
+
+def test_dnf_lists_no_executables(run_module, command_table):
+    result, failed = run_module(
+        cuda_toolkit_facts.main, {"manager": "dnf", "executables_of": ["cuda-toolkit-12-2"]}, command_table({}, {})
     )
     assert failed
-    assert "install and executables_of are apt's" in result["msg"]
+    assert "executables_of is for apt" in result["msg"]
