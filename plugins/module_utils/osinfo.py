@@ -4,8 +4,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import rpm
 
 # The initial PID namespace has this fixed inode (PROC_PID_INIT_INO in
 # include/linux/proc_ns.h); any container lives in another one.
@@ -89,8 +92,11 @@ def version_key(version):
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.findall(r"\d+|[A-Za-z]+", version)]
 
 
-def newest(versions):
-    return max(versions, key=version_key) if versions else ""
+def kernel_order(family):
+    """The sort key for the OS family's kernel releases: rpm's order on RedHat, where a number sorts after letters
+    (5.14.0-503.11.1.el9_5 is newer than 5.14.0-503.el9, as 4.18.0-553.5.1.el8_10 is than 4.18.0-553.el8_10), else
+    version_key."""
+    return functools.cmp_to_key(rpm.compare_versions) if family == "RedHat" else version_key
 
 
 _VERSIONED = re.compile(r"\d+\.\d+\.\d+")
@@ -167,21 +173,8 @@ def parse_rpm_query(text):
         name, sep, evr = line.partition("\t")
         if sep:
             packages.setdefault(name, []).append(evr)
-    return {name: sorted(versions, key=version_key) for name, versions in packages.items()}
-
-
-def parse_versionlock(text):
-    """Names locked in dnf's versionlock.list (entries like kernel-core-0:5.14.0-427.el9.*)."""
-    names = set()
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        # NAME-[EPOCH:]VERSION-RELEASE.ARCH: the name ends before the version's dash.
-        match = re.match(r"^(.+?)-(\d+:)?[^-]+-[^-]+$", line)
-        if match:
-            names.add(match.group(1))
-    return sorted(names)
+    order = kernel_order("RedHat")
+    return {name: sorted(versions, key=order) for name, versions in packages.items()}
 
 
 def parse_swaps(text):

@@ -7,8 +7,6 @@ from __future__ import annotations
 import functools
 import re
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import osinfo
-
 # dnf repoquery's --qf: one line per package version (dnf ends each with a newline itself). %{evr} leaves out an
 # epoch of 0, as dnf names versions everywhere else ("12.4.1-1", "3:550.163.01-1.el9").
 REPOQUERY_FORMAT = "%{name}\t%{evr}"
@@ -105,10 +103,24 @@ def parse_installed(text):
     return installed
 
 
+def parse_versionlock(text):
+    """Names locked in dnf's versionlock.list (entries like kernel-core-0:5.14.0-427.el9.*)."""
+    names = set()
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        # NAME-[EPOCH:]VERSION-RELEASE.ARCH: the name ends before the version's dash.
+        match = re.match(r"^(.+?)-(\d+:)?[^-]+-[^-]+$", line)
+        if match:
+            names.add(match.group(1))
+    return sorted(names)
+
+
 def locked_names():
     """The names dnf's versionlock holds (none without the file: nothing was ever locked)."""
     try:
         with open(VERSIONLOCK_LIST, encoding="utf-8") as handle:
-            return set(osinfo.parse_versionlock(handle.read()))
+            return set(parse_versionlock(handle.read()))
     except FileNotFoundError:
         return set()

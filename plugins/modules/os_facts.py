@@ -137,7 +137,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import osinfo, repositories
+from ansible_collections.gpuops.bringup.plugins.module_utils import osinfo, repositories, rpm
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 from ansible_collections.gpuops.bringup.plugins.module_utils.rooted import RootedReader
 
@@ -185,11 +185,12 @@ def detect_container(reader):
     return "unknown"
 
 
-def installed_kernels(reader):
+def installed_kernels(reader, family):
+    """The kernels in /boot (and /lib/modules), oldest first in the order of the OS's package manager."""
     versions = {name[len("vmlinuz-") :] for name in reader.listdir("/boot") if name.startswith("vmlinuz-")}
     versions.update(v for v in reader.listdir("/lib/modules") if reader.exists(f"/lib/modules/{v}/vmlinuz"))
     # dracut's rescue image (vmlinuz-0-rescue-<machine-id>) is a copy, not a kernel anyone installs or updates.
-    return sorted((v for v in versions if not v.startswith("0-rescue-")), key=osinfo.version_key)
+    return sorted((v for v in versions if not v.startswith("0-rescue-")), key=osinfo.kernel_order(family))
 
 
 def read_packages(reader, family):
@@ -205,11 +206,11 @@ def read_packages(reader, family):
         broken = sorted(name for name, p in parsed.items() if p["broken"])
         return installed, held, broken
     if family == "RedHat":
-        rpm = reader.tool("rpm")
-        if not rpm.available:
+        query = reader.tool("rpm")
+        if not query.available:
             return {}, [], []
-        _rc, out, _err = rpm(["-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}.%{ARCH}\n"])
-        held = osinfo.parse_versionlock(reader.read("/etc/dnf/plugins/versionlock.list", ""))
+        _rc, out, _err = query(["-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}.%{ARCH}\n"])
+        held = rpm.parse_versionlock(reader.read("/etc/dnf/plugins/versionlock.list", ""))
         return osinfo.parse_rpm_query(out), held, []
     return {}, [], []
 
@@ -328,8 +329,8 @@ def gather(reader, params):
     running, machine = reader.uname()
     identity = osinfo.os_identity(release, machine)
     container = detect_container(reader)
-    kernels = installed_kernels(reader)
-    newest = osinfo.newest(kernels)
+    kernels = installed_kernels(reader, identity["family"])
+    newest = kernels[-1] if kernels else ""
     installed, held, broken = read_packages(reader, identity["family"])
     sources, managed_sources = source_files(reader, identity["family"])
     caps = osinfo.effective_caps(reader.read("/proc/self/status", ""))

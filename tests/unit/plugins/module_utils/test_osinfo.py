@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import osinfo
+from ansible_collections.gpuops.bringup.plugins.module_utils import osinfo, rpm
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 OS = FIXTURES / "os"
@@ -189,11 +189,6 @@ def test_in_initial_pid_namespace(link, initial):
 )
 def test_version_key_orders_numerically(versions, ordered):
     assert sorted(versions, key=osinfo.version_key) == ordered
-    assert osinfo.newest(versions) == ordered[-1]
-
-
-def test_newest_of_nothing_is_empty():
-    assert osinfo.newest([]) == ""
 
 
 def dpkg_installed(path):
@@ -309,6 +304,13 @@ def test_parse_dpkg_query_ignores_stderr_noise():
     ]
 
 
+def test_parse_rpm_query_orders_kernels_as_rpm_does():
+    # rpm sorts a number after letters (tests/fixtures/dnf/rpm-vercmp.txt: "a 1 -1"): a z-stream kernel
+    # (503.11.1.el9_5) is newer than the release's first (503.el9), whatever order rpm -qa lists them in.
+    text = "kernel\t5.14.0-503.11.1.el9_5.x86_64\nkernel\t5.14.0-503.el9.x86_64\n"
+    assert osinfo.parse_rpm_query(text) == {"kernel": ["5.14.0-503.el9.x86_64", "5.14.0-503.11.1.el9_5.x86_64"]}
+
+
 def test_parse_rpm_query_keeps_every_version_oldest_first():
     assert osinfo.parse_rpm_query(fixture("os/almalinux9-drift/commands/rpm-qa.txt")) == {
         "kernel": ["5.14.0-503.11.1.el9_5.x86_64", "5.14.0-503.34.1.el9_5.x86_64"]
@@ -325,7 +327,7 @@ def test_parse_rpm_query_keeps_every_version_oldest_first():
     ],
 )
 def test_parse_versionlock(lock_list, names):
-    assert osinfo.parse_versionlock(fixture(lock_list)) == names
+    assert rpm.parse_versionlock(fixture(lock_list)) == names
 
 
 @pytest.mark.parametrize(

@@ -501,6 +501,20 @@ def test_dracut_initramfs_staleness(gather):
     assert facts["boot"]["initramfs_stale"] == ["5.14.0-503.11.1.el9_5.x86_64"]
 
 
+def test_rhel_kernels_are_ordered_as_rpm_orders_them(gather):
+    # A release's first kernel is named without a z-stream part (CentOS Stream 9's 5.14.0-503.el9, Rocky Linux 8.10's
+    # 4.18.0-553.el8_10); rpm sorts it before the updates (a number after letters), so the newest is an update.
+    facts, _root, _table = gather(
+        "almalinux9-drift", prepare=lambda root: (root / "boot" / "vmlinuz-5.14.0-503.el9.x86_64").touch()
+    )
+    assert facts["kernel"]["installed"] == [
+        "5.14.0-503.el9.x86_64",
+        "5.14.0-503.11.1.el9_5.x86_64",
+        "5.14.0-503.34.1.el9_5.x86_64",
+    ]
+    assert facts["kernel"]["newest"] == "5.14.0-503.34.1.el9_5.x86_64"
+
+
 def test_rescue_image_is_no_installed_kernel(gather):
     facts, _root, _table = gather("almalinux9-drift")
     assert facts["kernel"]["installed"] == ["5.14.0-503.11.1.el9_5.x86_64", "5.14.0-503.34.1.el9_5.x86_64"]
