@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.gpuops.bringup.plugins.module_utils.command import C_LOCALE
+
 # (name, directories searched besides PATH). RHEL 8's platform-python first: there python3, where installed, may be
 # another Python without dnf.
 DNF_PYTHONS = (("platform-python", ["/usr/libexec"]), ("python3", []))
@@ -86,7 +88,7 @@ def resolve(module, specs, install_weak_deps=False):
             continue
         rc, out, err = module.run_command(
             [python, "-c", RESOLVE_SCRIPT, json.dumps({"specs": list(specs), "install_weak_deps": install_weak_deps})],
-            environ_update={"LANG": "C", "LC_ALL": "C"},
+            environ_update=C_LOCALE,
         )
         if rc == NO_DNF:
             continue
