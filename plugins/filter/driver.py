@@ -25,8 +25,14 @@ def driver_flavor(pci, requested, branch, table, where):
     )
 
 
-def driver_plan_packages(info, branch_entry, flavor, pin, companions, where, branch):
-    """{track, version, debian_version, kmod_package, dkms_module, packages, problem}: exact versions to install."""
+def _manager(manager, name):
+    if manager not in driver_plan.VERSIONS:
+        raise AnsibleFilterError(f"gpuops.bringup.{name}: manager must be apt or dnf, got {manager!r}")
+    return manager
+
+
+def driver_plan_packages(info, branch_entry, flavor, pin, companions, where, branch, manager="apt"):
+    """{track, version, package_version, kmod_package, dkms_module, packages, problem}: exact versions to install."""
     return driver_plan.choose_packages(
         mapping(branch_entry, "the branch's table entry", "driver_plan"),
         str(flavor),
@@ -35,19 +41,21 @@ def driver_plan_packages(info, branch_entry, flavor, pin, companions, where, bra
         [str(c) for c in companions],
         str(where),
         str(branch),
+        _manager(manager, "driver_plan"),
     )
 
 
-def driver_kernels(os_state, info, kernels):
+def driver_kernels(os_state, info, kernels, manager="apt"):
     """{targets, headers, skipped, problem}: the kernels DKMS builds for and the headers that takes."""
     return driver_plan.kernel_targets(
         mapping(os_state, "os_facts' gpuops_os", "driver_kernels"),
         mapping(info, "package_info's packages", "driver_kernels"),
         mapping(kernels, "nvidia_driver_facts' kernels", "driver_kernels"),
+        _manager(manager, "driver_kernels"),
     )
 
 
-def driver_install_problems(plan, table, info, broken, companions, runfile):
+def driver_install_problems(plan, table, info, broken, companions, runfile, manager="apt"):
     """{purge, problem}: broken driver packages to purge first, or what stands in the way of the plan."""
     return driver_plan.install_problems(
         mapping(table, "the branch table", "driver_install_problems"),
@@ -56,6 +64,7 @@ def driver_install_problems(plan, table, info, broken, companions, runfile):
         [str(b) for b in broken],
         [str(c) for c in companions],
         bool(runfile),
+        _manager(manager, "driver_install_problems"),
     )
 
 
@@ -84,7 +93,7 @@ def driver_reboot(os_state, pci_facts, loaded, plan, flavor, targets):
     )
 
 
-def driver_fabricmanager(index, info, plan, branch, where):
+def driver_fabricmanager(index, info, plan, branch, where, manager="apt"):
     """{package, version, problem}: fabric manager's package at exactly the planned driver's version."""
     return driver_plan.choose_fabricmanager(
         mapping(index, "repository_index's packages", "driver_fabricmanager"),
@@ -92,14 +101,16 @@ def driver_fabricmanager(index, info, plan, branch, where):
         mapping(plan, "the package plan", "driver_fabricmanager"),
         str(branch),
         str(where),
+        _manager(manager, "driver_fabricmanager"),
     )
 
 
-def driver_repository_info(info, index):
+def driver_repository_info(info, index, manager="apt"):
     """package_info's packages with the packages of repository_index's answer available at its versions only."""
     return driver_plan.repository_info(
         mapping(info, "package_info's packages", "driver_repository_info"),
         mapping(index, "repository_index's packages", "driver_repository_info"),
+        _manager(manager, "driver_repository_info"),
     )
 
 

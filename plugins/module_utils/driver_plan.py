@@ -13,7 +13,7 @@ plugins/filter/driver.py expose them to the role.
 A branch table (the role's vars/<OS>.yml) maps a branch ("535") to its
 default flavour and its tracks: package sets a source carries for that branch
 (Debian 12 has two for 535: the nvidia-graphics-drivers packages and the
-Tesla ones). Each track has kernel_modules (flavour -> {package, dkms_module}),
+Tesla ones). Each track has kernel_modules (flavour -> {package, dkms_module, and on RHEL the module stream}),
 firmware, and userland (packages versioned with the kernel module package).
 """
 
@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import functools
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog, rpm
 
 FLAVORS = ("open", "proprietary")
 # NVIDIA's default kernel module flavour is open from the R560 driver on (gpu_catalog cites the source).
 OPEN_DEFAULT_BRANCH = 560
 OPEN_MODULE_VALUES = (gpu_catalog.REQUIRED, gpu_catalog.SUPPORTED, gpu_catalog.UNSUPPORTED)
+# Each package manager's versions (upstream_version, compare_versions, newest) and how it names an exact version in
+# an install request: apt's name=version, dnf's name-[epoch:]version-release.
+VERSIONS = {"apt": apt, "dnf": rpm}
+SPEC_JOINS = {"apt": "=", "dnf": "-"}
 
 
 def describe_gpus(gpus):
@@ -155,8 +159,8 @@ def _track_names(track, flavor):
     return [n for n in names if n]
 
 
-def _track_versions(track, flavor, info, branch):
-    """Debian versions of the branch every package of a track's set (kernel modules, firmware, userland) has, newest
+def _track_versions(track, flavor, info, branch, versions_of):
+    """Package versions of the branch every package of a track's set (kernel modules, firmware, userland) has, newest
     first. NVIDIA's repositories carry every branch under the same names (Debian 12's nvidia-kernel-dkms at 535, 550,
     580...): only the branch's versions count. An installed version the source does not carry (installed_elsewhere:
     see repository_info) is no candidate."""
@@ -167,23 +171,25 @@ def _track_versions(track, flavor, info, branch):
         versions = set(entry.get("available") or [])
         if entry.get("installed") and not entry.get("installed_elsewhere"):
             versions.add(entry["installed"])
-        versions = {v for v in versions if apt.upstream_version(v).split(".")[0] == branch}
+        versions = {v for v in versions if versions_of.upstream_version(v).split(".")[0] == branch}
         common = versions if common is None else common & versions
     ordered = []
     while common:
-        best = apt.newest(common)
+        best = versions_of.newest(common)
         ordered.append(best)
         common.discard(best)
     return names, ordered
 
 
-def _repository_lacks_branch(branch_entry, flavor, info, where, branch):
+def _repository_lacks_branch(branch_entry, flavor, info, where, branch, versions_of):
     """The problem for a vendor repository (a branch entry with `repository`: how messages name its copy) that
     carries no version of the branch: the branches it does carry, read from its kernel module packages."""
     kmods = [t["kernel_modules"][flavor]["package"] for t in branch_entry["tracks"] if flavor in t["kernel_modules"]]
     others = set()
     for name in kmods:
-        others.update(apt.upstream_version(v).split(".")[0] for v in (info.get(name) or {}).get("available") or [])
+        others.update(
+            versions_of.upstream_version(v).split(".")[0] for v in (info.get(name) or {}).get("available") or []
+        )
     offered = sorted(others, key=int)
     instead = f'nvidia_driver_branch: "{offered[-1]}" (it carries {", ".join(offered)}), or ' if offered else ""
     return (
@@ -193,35 +199,39 @@ def _repository_lacks_branch(branch_entry, flavor, info, where, branch):
     )
 
 
-def choose_packages(branch_entry, flavor, pin, info, companions, where, branch):
+def choose_packages(branch_entry, flavor, pin, info, companions, where, branch, manager="apt"):
     """The package plan for a branch and flavour, or a problem.
 
     info: package_info's packages; companions: packages the driver needs but Debian versions separately
-    (nvidia-persistenced), pinned to the installed version, else the candidate. Returns {track, version (upstream),
-    debian_version, kmod_package, dkms_module, packages (name -> Debian version), steps (apt name=version
-    specs: kernel_modules, the kernel module and firmware packages, then userland), problem}.
+    (nvidia-persistenced), pinned to the installed version, else the candidate; manager: apt or dnf, whose versions
+    these are. Returns {track, version (upstream), package_version, kmod_package, dkms_module, packages (name ->
+    the package manager's version), steps (exact-version install specs, apt's name=version or dnf's name-EVR:
+    kernel_modules, the kernel module and firmware packages, then userland), stream (the dnf module stream of
+    NVIDIA's RHEL repository that carries the flavour's packages, from the table; None elsewhere), problem}.
     """
     result = {
         "track": None,
         "version": None,
-        "debian_version": None,
+        "package_version": None,
         "kmod_package": None,
         "dkms_module": None,
+        "stream": None,
         "packages": {},
         "steps": {"kernel_modules": [], "userland": []},
         "problem": None,
     }
+    versions_of = VERSIONS[manager]
     options = []
     carried = []
     missing = []
     for track in branch_entry.get("tracks", []):
         if flavor not in track.get("kernel_modules", {}):
             continue
-        names, versions = _track_versions(track, flavor, info, branch)
+        names, versions = _track_versions(track, flavor, info, branch, versions_of)
         missing.extend(n for n in names if not (info.get(n) or {}).get("available") and n not in missing)
-        carried.extend(f"{apt.upstream_version(v)} ({track['name']})" for v in versions)
+        carried.extend(f"{versions_of.upstream_version(v)} ({track['name']})" for v in versions)
         if pin:
-            versions = [v for v in versions if apt.upstream_version(v) == pin]
+            versions = [v for v in versions if versions_of.upstream_version(v) == pin]
         if versions:
             kmod = track["kernel_modules"][flavor]["package"]
             installed = (info.get(kmod) or {}).get("installed")
@@ -229,7 +239,7 @@ def choose_packages(branch_entry, flavor, pin, info, companions, where, branch):
             options.append((installed in versions, chosen, track, names))
     if not options:
         if not carried and branch_entry.get("repository"):
-            result["problem"] = _repository_lacks_branch(branch_entry, flavor, info, where, branch)
+            result["problem"] = _repository_lacks_branch(branch_entry, flavor, info, where, branch, versions_of)
         elif missing and not carried:
             tracks = [t for t in branch_entry["tracks"] if flavor in t["kernel_modules"]]
             kmods = [t["kernel_modules"][flavor]["package"] for t in tracks]
@@ -259,7 +269,7 @@ def choose_packages(branch_entry, flavor, pin, info, companions, where, branch):
     # The installed track and version first (resolved once, then held), else the newest version of any track.
     options.sort(key=lambda o: o[0], reverse=True)
     if not options[0][0]:
-        best = apt.newest([o[1] for o in options])
+        best = versions_of.newest([o[1] for o in options])
         options = [o for o in options if o[1] == best]
     _installed, chosen, track, names = options[0]
     packages = dict.fromkeys(names, chosen)
@@ -276,22 +286,24 @@ def choose_packages(branch_entry, flavor, pin, info, companions, where, branch):
         packages[name] = version
     kmod = track["kernel_modules"][flavor]
     first = [n for n in (kmod["package"], track.get("firmware")) if n]
+    join = SPEC_JOINS[manager]
     result["steps"] = {
-        "kernel_modules": [f"{n}={packages[n]}" for n in first],
-        "userland": [f"{n}={v}" for n, v in packages.items() if n not in first],
+        "kernel_modules": [f"{n}{join}{packages[n]}" for n in first],
+        "userland": [f"{n}{join}{v}" for n, v in packages.items() if n not in first],
     }
     result.update(
         track=track["name"],
-        version=apt.upstream_version(chosen),
-        debian_version=chosen,
+        version=versions_of.upstream_version(chosen),
+        package_version=chosen,
         kmod_package=kmod["package"],
         dkms_module=kmod["dkms_module"],
+        stream=kmod.get("stream"),
         packages=packages,
     )
     return result
 
 
-def repository_info(info, index):
+def repository_info(info, index, manager="apt"):
     """package_info's packages, with each package of index (repository_index's packages: the versions NVIDIA's CUDA
     repository carries) available at those versions only, so a plan resolved from it never takes the distribution's
     version of the same name (Debian 12 carries nvidia-kernel-dkms too). An installed version the repository does not
@@ -301,32 +313,68 @@ def repository_info(info, index):
     for name, versions in index.items():
         entry = merged.setdefault(name, {})
         entry["available"] = list(versions or [])
-        entry["candidate"] = apt.newest(entry["available"]) if entry["available"] else None
+        entry["candidate"] = VERSIONS[manager].newest(entry["available"]) if entry["available"] else None
         if entry.get("installed") and entry["installed"] not in entry["available"]:
             entry["installed_elsewhere"] = True
     return merged
 
 
-def kernel_targets(os_state, info, kernels):
+# How each package manager names a kernel's headers (DKMS builds against them) and where messages send the
+# operator for them.
+HEADERS = {
+    "apt": {
+        "prefix": "linux-headers-",
+        "sources": "the configured sources",
+        "fix_none": "install the distribution kernel and its headers (Debian: linux-image-amd64 and "
+        "linux-headers-amd64) from the configured sources",
+        "fix_newest": "add the archive that carries {package} (Debian: the -security and -updates suites), or remove "
+        "that kernel",
+    },
+    "dnf": {
+        "prefix": "kernel-devel-",
+        "sources": "the configured repositories",
+        "fix_none": "install the distribution kernel (kernel-core) and dnf install kernel-devel-$(uname -r) from the "
+        "OS's repositories (BaseOS, AppStream)",
+        "fix_newest": "enable the repository that carries {package} (RHEL: AppStream; a mirror: sync it to the "
+        "kernel's update), or remove that kernel",
+    },
+}
+_RPM_ARCH = (".x86_64", ".aarch64")
+
+
+def _headers_carried(manager, version, info):
+    """Whether the sources carry the headers of kernel version (apt: linux-headers-<version>, a package of its own;
+    dnf: kernel-devel at the kernel's version-release, uname -r without the architecture)."""
+    if manager == "apt":
+        entry = info.get(HEADERS["apt"]["prefix"] + version) or {}
+        return bool(entry.get("installed") or entry.get("candidate"))
+    entry = info.get("kernel-devel") or {}
+    evr = next((version[: -len(arch)] for arch in _RPM_ARCH if version.endswith(arch)), version)
+    return evr in (entry.get("available") or []) or entry.get("installed") == evr
+
+
+def kernel_targets(os_state, info, kernels, manager="apt"):
     """The kernels DKMS builds for, the headers packages that takes, and the kernels it cannot build for.
 
-    os_state: os_facts' gpuops_os; info: package_info's packages (linux-headers-<k> for each kernel, and the
-    linux-image-<flavour> / linux-headers-<flavour> meta-packages); kernels: nvidia_driver_facts' kernels.
-    Returns {targets, headers (apt specs: name, or name=version for a meta-package), skipped ([{kernel, reason,
-    note}], note a sentence for a report), problem}.
-    A kernel with a build tree already (/lib/modules/<k>/build) needs no package; the headers meta-package follows
-    the installed image meta-package's version, so the next kernel update brings its headers along.
+    os_state: os_facts' gpuops_os; info: package_info's packages (apt: linux-headers-<k> for each kernel, and the
+    linux-image-<flavour> / linux-headers-<flavour> meta-packages; dnf: kernel-devel, every version carried);
+    kernels: nvidia_driver_facts' kernels. Returns {targets, headers (install specs: apt's name, or name=version for
+    a meta-package; dnf's kernel-devel-<k>), skipped ([{kernel, reason, note}], note a sentence for a report),
+    problem}.
+    A kernel with a build tree already (/lib/modules/<k>/build) needs no package; on apt the headers meta-package
+    follows the installed image meta-package's version, so the next kernel update brings its headers along (rpm has
+    no meta-packages: kernel-devel is install-only, one per kernel).
     """
+    words = HEADERS[manager]
     kernel = os_state["kernel"]
     installed = list(kernel.get("installed") or [])
     running = kernel.get("running")
     targets, headers, skipped = [], [], []
     for version in installed + ([running] if running and running not in installed else []):
-        package = f"linux-headers-{version}"
-        entry = info.get(package) or {}
+        package = words["prefix"] + version
         if (kernels.get(version) or {}).get("headers"):
             targets.append(version)
-        elif entry.get("installed") or entry.get("candidate"):
+        elif _headers_carried(manager, version, info):
             targets.append(version)
             headers.append(package)
         elif version == running and version not in installed:
@@ -338,10 +386,8 @@ def kernel_targets(os_state, info, kernels):
                 }
             )
         else:
-            skipped.append(
-                {"kernel": version, "reason": f"installed, but {package} is in none of the configured sources"}
-            )
-    for meta in (kernel.get("packages") or {}).get("meta", []):
+            skipped.append({"kernel": version, "reason": f"installed, but {package} is in none of {words['sources']}"})
+    for meta in (kernel.get("packages") or {}).get("meta", []) if manager == "apt" else []:
         if not meta.startswith("linux-image-"):
             continue
         image_version = (info.get(meta) or {}).get("installed")
@@ -357,15 +403,14 @@ def kernel_targets(os_state, info, kernels):
             "this node has no kernel DKMS can build the driver for (installed: "
             f"{', '.join(installed) or 'none'}; running: {running}): "
             + "; ".join(f"{s['kernel']}: {s['reason']}" for s in skipped)
-            + ". Fix: install the distribution kernel and its headers (Debian: linux-image-amd64 and "
-            "linux-headers-amd64) from the configured sources."
+            + f". Fix: {words['fix_none']}."
         )
     elif newest and newest not in targets:
+        package = words["prefix"] + newest
         problem = (
-            f"kernel {newest}, the one this node boots next, has no headers in the configured sources "
-            f"(linux-headers-{newest}), so DKMS cannot build the driver for it and the node would boot without one. "
-            f"Fix: add the archive that carries linux-headers-{newest} (Debian: the -security and -updates suites), "
-            f"or remove that kernel."
+            f"kernel {newest}, the one this node boots next, has no headers in {words['sources']} "
+            f"({package}), so DKMS cannot build the driver for it and the node would boot without one. "
+            f"Fix: {words['fix_newest'].format(package=package)}."
         )
     for entry in skipped:
         entry["note"] = f"a DKMS build for kernel {entry['kernel']} ({entry['reason']})"
@@ -397,7 +442,7 @@ def table_packages(table):
     return sorted(kmods), sorted(kmods | names)
 
 
-def install_problems(table, info, plan, broken, companions, runfile):
+def install_problems(table, info, plan, broken, companions, runfile, manager="apt"):
     """What stands in the way of installing plan: {purge, upgrade, problem}.
 
     broken: os_facts' packages.broken. A half-configured driver package is what a failed earlier run left behind
@@ -430,8 +475,10 @@ def install_problems(table, info, plan, broken, companions, runfile):
         entry = info.get(name) or {}
         if not entry.get("installed") or entry.get("broken"):
             continue
-        if name != plan["kmod_package"] or entry["installed"] != plan["debian_version"]:
-            others.append(f"{name} {entry['installed']} (driver {apt.upstream_version(entry['installed'])})")
+        if name != plan["kmod_package"] or entry["installed"] != plan["package_version"]:
+            others.append(
+                f"{name} {entry['installed']} (driver {VERSIONS[manager].upstream_version(entry['installed'])})"
+            )
     if others:
         installed = [n for n in sorted(set(known) - set(companions)) if (info.get(n) or {}).get("installed")]
         result["upgrade"] = {
@@ -474,39 +521,44 @@ def reboot_plan(os_state, pci_facts, loaded, plan, flavor, targets):
 # Fabric manager's Debian package: one package per branch up to R575 (nvidia-fabricmanager-535, NVIDIA's
 # apt-packaging-fabric-manager debian/templates/control.in); from R580 one package, nvidia-fabricmanager, which
 # provides nvidia-fabricmanager-<branch> (NVIDIA/gpu-driver-container PR #451: "nvidia-fabricmanager-580 is a
-# virtual package provided by nvidia-fabricmanager 580.65.06-1").
+# virtual package provided by nvidia-fabricmanager 580.65.06-1"). Its rpm: nvidia-fabric-manager up to R575, every
+# branch under that one name, and nvidia-fabricmanager from R580 (NVIDIA/gpu-driver-container's RHEL install
+# scripts, which install nvidia-fabric-manager-<version>-1 before 580 and nvidia-fabricmanager-<version>-1 from it).
 FABRICMANAGER_UNVERSIONED_FROM = 580
 
 
-def fabricmanager_package(branch):
-    """The Debian package that carries fabric manager for a driver branch."""
+def fabricmanager_package(branch, manager="apt"):
+    """The package that carries fabric manager for a driver branch (apt: Debian and Ubuntu; dnf: RHEL)."""
     if int(branch) >= FABRICMANAGER_UNVERSIONED_FROM:
         return "nvidia-fabricmanager"
-    return f"nvidia-fabricmanager-{branch}"
+    return f"nvidia-fabricmanager-{branch}" if manager == "apt" else "nvidia-fabric-manager"
 
 
-def choose_fabricmanager(index, info, plan, branch, where):
+def choose_fabricmanager(index, info, plan, branch, where, manager="apt"):
     """Fabric manager's package at exactly the driver's upstream version: {package, version, problem}.
 
     index: {package: [Debian versions]} the CUDA repository carries (repository_index's packages); info:
     package_info's packages (the installed version is kept when it is of the driver's version: resolved once, then
     held); plan: choose_packages' plan; where: how messages name the repository.
     """
-    package = fabricmanager_package(branch)
+    versions_of = VERSIONS[manager]
+    package = fabricmanager_package(branch, manager)
     installed = (info.get(package) or {}).get("installed")
     carried = list(index.get(package) or [])
-    matching = [v for v in carried if apt.upstream_version(v) == plan["version"]]
+    matching = [v for v in carried if versions_of.upstream_version(v) == plan["version"]]
     result = {"package": package, "version": None, "problem": None}
     if installed and installed in matching:
         result["version"] = installed
     elif matching:
-        result["version"] = apt.newest(matching)
+        result["version"] = versions_of.newest(matching)
     else:
-        upstream = sorted({apt.upstream_version(v) for v in carried}, key=functools.cmp_to_key(apt.compare_versions))
+        upstream = sorted(
+            {versions_of.upstream_version(v) for v in carried}, key=functools.cmp_to_key(versions_of.compare_versions)
+        )
         offered = ", ".join(upstream) or "no version"
         result["problem"] = (
             f"fabric manager must run at exactly the driver's version, {plan['version']} ({plan['kmod_package']} "
-            f"{plan['debian_version']}), but {where} carries {package} only at {offered}: fabric manager refuses "
+            f"{plan['package_version']}), but {where} carries {package} only at {offered}: fabric manager refuses "
             f"to start against another driver version, and the GPUs never leave fabric state In Progress. Fix: a "
             f"driver version the repository has fabric manager for (nvidia_driver_version, with "
             f'nvidia_driver_branch: "{branch}"), or bring {package} {plan["version"]} into the repository (the '

@@ -59,6 +59,12 @@ def split_evr(text):
     return int(epoch) if epoch.isdigit() else 0, version, release
 
 
+def upstream_version(text):
+    """The VERSION of an EVR, without epoch and release: 3:550.163.01-1.el9 -> 550.163.01 (apt.upstream_version's
+    counterpart)."""
+    return split_evr(text)[1]
+
+
 def compare_versions(a, b):
     """-1, 0 or 1 as EVR a sorts before, equal to or after b (rpm's order: epoch, version, then release)."""
     ea, va, ra = split_evr(a)

@@ -17,8 +17,9 @@ description:
     Debian and Ubuntu). Nothing on the node changes.
   - dnf - asks the node's dnf (C(dnf repoquery --repofrompath), an rpm-md repository such as NVIDIA's rhel8/rhel9
     one), with its cache in a temporary directory that is removed afterwards, and no plugin (a versionlock would
-    hide versions). So any metadata compression dnf reads is read. The repository's modular metadata is not
-    applied; non-modular packages only.
+    hide versions). So any metadata compression dnf reads is read. The packages of every module stream are listed
+    (C(module_hotfixes)), so a modular repository such as NVIDIA's, whose driver branches are streams, is read whole,
+    not only the streams the node has enabled.
   - A read for planning only - the index's signature is not checked here; the package manager checks it, with the
     key, once the repository is added (M(gpuops.bringup.package_repository)).
   - With O(mirror_url), both are fetched from C(<mirror_url>/<upstream host>/<upstream path>), like
@@ -145,7 +146,11 @@ def dnf_index(module, url):
     try:
         rc, out, err = dnf(
             ["repoquery", "--quiet", "--noplugins", f"--repofrompath={DNF_REPO_ID},{url}", f"--repo={DNF_REPO_ID}",
-             f"--setopt=cachedir={cache}", f"--setopt={DNF_REPO_ID}.skip_if_unavailable=False", "--showduplicates",
+             f"--setopt=cachedir={cache}", f"--setopt={DNF_REPO_ID}.skip_if_unavailable=False",
+             # NVIDIA's rhel8/rhel9 repositories carry the driver as module streams (nvidia-driver:<branch>-dkms,
+             # <branch>-open): dnf hides the packages of streams not enabled, which on a node reading the
+             # repository before adding it is every one. module_hotfixes lists them all (RHEL 8's dnf has it too).
+             f"--setopt={DNF_REPO_ID}.module_hotfixes=true", "--showduplicates",
              f"--qf={rpm.REPOQUERY_FORMAT}", "--", *module.params["names"]],
             ok_rc=tuple(range(256)),
         )  # fmt: skip

@@ -433,13 +433,14 @@ def build_standin_repos(keyfile: Path) -> dict:
     air-gapped site does. Returns {path: key path}.
     """
     repos: dict[str, list[tuple[Path, dict]]] = {}
-    published = {}
+    rpm_parts = []
     for spec_file in sorted(STANDINS.glob("*/repo.json")):
         spec = json.loads(spec_file.read_text())
         if spec.get("format") == "rpm":
-            published.update(build_rpm_repos(spec_file.parent, spec, keyfile))
+            rpm_parts.append((spec_file.parent, spec))
             continue
         repos.setdefault(spec["path"], []).append((spec_file.parent, spec))
+    published = build_rpm_repos(rpm_parts, keyfile)
     for path, parts in repos.items():
         keys = {spec["key"] for _folder, spec in parts}
         if len(keys) != 1:
@@ -461,20 +462,87 @@ def build_standin_repos(keyfile: Path) -> dict:
     return published
 
 
-def build_rpm_repos(folder: Path, spec: dict, keyfile: Path) -> dict:
-    """An rpm-md repository at each of spec's `paths` (dnf's baseurl layout: the rpms and repodata/), holding one rpm
-    per version of each package, signed by the bench's key as the real ones are by the vendor's, with that key beside
-    them as `key_file`. A package is `<folder>/<name>/package.spec` (with @VERSION@, @UPSTREAM@, @RELEASE@); its tree
-    is rendered into the build's %{_sourcedir}, where the spec's %install may take files from. Each rpm is built once
-    and copied into every repository that lacks it or holds an older recipe's. Returns {path: key path}."""
+def build_rpm_repos(parts: list[tuple[Path, dict]], keyfile: Path) -> dict:
+    """An rpm-md repository at each `paths` entry of the rpm stand-in directories (parts: (folder, repo.json); dnf's
+    baseurl layout: the rpms and repodata/), holding one rpm per version of each package, signed by the bench's key as
+    the real ones are by the vendor's, with that key beside them as `key_file`. Several directories may publish into
+    one repository (NVIDIA's rhel9 one carries toolkits and drivers). A package is `<folder>/<name>/package.spec`
+    (with @VERSION@, @UPSTREAM@, @RELEASE@; an epoch, as NVIDIA's driver rpms carry, is the spec's own Epoch line);
+    its tree is rendered into the build's %{_sourcedir}, where the spec's %install may take files from. Each rpm is
+    built once and copied into every repository that lacks it or holds an older recipe's. `modules` ({"name:stream":
+    [package names]}) makes the repository modular as NVIDIA's is: those packages, every version, are the stream's
+    artifacts in its modules.yaml. Returns {path: key path}."""
     www = mirror_root() / "www"
-    wanted, changed = set(), set()
+    wanted: dict[str, set] = {}
+    changed = set()
+    keys: dict[str, set] = {}
+    modules: dict[str, list[str]] = {}
+    for folder, spec in parts:
+        for path in spec["paths"]:
+            keys.setdefault(path, set()).add(spec["key_file"])
+            wanted.setdefault(path, set())
+            modules.setdefault(path, []).extend(modulemd(spec))
+        changed.update(build_rpm_packages(folder, spec, wanted))
+    published = {}
+    for path, names in wanted.items():
+        if len(keys[path]) != 1:
+            raise BenchError(f"rpm stand-ins publishing {path} name different key files: {sorted(keys[path])}")
+        repo = www / path
+        repo.mkdir(parents=True, exist_ok=True)
+        for old in repo.glob("*.rpm"):
+            if old.name not in names:
+                old.unlink()
+                changed.add(path)
+        document = "".join(modules[path])
+        stamp = mirror_root() / "standin-recipes" / path / "modules.yaml"
+        if (stamp.read_text() if stamp.exists() else "") != document:
+            changed.add(path)
+        if path in changed or not (repo / "repodata" / "repomd.xml").exists():
+            run(["createrepo_c", "--quiet", "--update", str(repo)], capture=True)
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(document)
+            if document:
+                run(["modifyrepo_c", "--mdtype=modules", str(stamp), str(repo / "repodata")], capture=True)
+        published[path] = f"{path}/{keys[path].pop()}"
+        shutil.copyfile(keyfile, www / published[path])
+    return published
+
+
+def modulemd(spec: dict) -> list[str]:
+    """modulemd v2 documents for a stand-in directory's module streams: each stream's artifacts are its packages at
+    every version the directory carries (NEVRAs, with the epoch a spec sets)."""
+    documents = []
+    arch = spec.get("architecture", "x86_64")
+    for module_stream, names in spec.get("modules", {}).items():
+        name, stream = module_stream.split(":")
+        artifacts = [
+            f"      - {package}-{spec.get('epochs', {}).get(package, 0)}:{version}.{arch}"
+            for package in names
+            for version in spec["packages"][package]
+        ]
+        documents.append(
+            f'---\ndocument: modulemd\nversion: 2\ndata:\n  name: {name}\n  stream: "{stream}"\n  version: 1\n'
+            f"  context: gpuops00\n  arch: {arch}\n  summary: {module_stream} (gpuops bench stand-in)\n"
+            f"  description: Stand-in of NVIDIA's {module_stream} stream.\n  license:\n    module: [MIT]\n"
+            f"  profiles:\n    default:\n      rpms: [{names[0]}]\n  artifacts:\n    rpms:\n"
+            + "\n".join(artifacts)
+            + "\n...\n"
+        )
+    return documents
+
+
+def build_rpm_packages(folder: Path, spec: dict, wanted: dict) -> set:
+    """Build one rpm stand-in directory's packages into its repositories (adding each rpm's file name to wanted[path]);
+    returns the paths whose rpms changed."""
+    www = mirror_root() / "www"
+    changed = set()
     for package, versions in spec["packages"].items():
         source = folder / package
         recipe = tree_recipe(source)
         for version in versions:
             name = f"{package}-{version}.{spec.get('architecture', 'x86_64')}.rpm"
-            wanted.add(name)
+            for path in spec["paths"]:
+                wanted[path].add(name)
             stamps = {path: mirror_root() / "standin-recipes" / path / f"{name}.recipe" for path in spec["paths"]}
             current = {path for path, stamp in stamps.items()
                        if (www / path / name).exists() and stamp.exists() and stamp.read_text() == recipe}  # fmt: skip
@@ -498,19 +566,7 @@ def build_rpm_repos(folder: Path, spec: dict, keyfile: Path) -> dict:
                     stamps[path].parent.mkdir(parents=True, exist_ok=True)
                     stamps[path].write_text(recipe)
                     changed.add(path)
-    published = {}
-    for path in spec["paths"]:
-        repo = www / path
-        repo.mkdir(parents=True, exist_ok=True)
-        for old in repo.glob("*.rpm"):
-            if old.name not in wanted:
-                old.unlink()
-                changed.add(path)
-        if path in changed or not (repo / "repodata" / "repomd.xml").exists():
-            run(["createrepo_c", "--quiet", "--update", str(repo)], capture=True)
-        published[path] = f"{path}/{spec['key_file']}"
-        shutil.copyfile(keyfile, www / published[path])
-    return published
+    return changed
 
 
 def build_standin_sources() -> tuple[dict, dict]:

@@ -103,7 +103,6 @@ NODES = {
     "h100": ("debian12", "hgx_h100_8gpu"),
     "bare": ("debian13", ""),
     "ubuntu": ("debian12", ""),
-    "rocky": ("debian12", ""),
 }
 # The driver from the bench's stand-in of NVIDIA's debian12 repository, through the mirror.
 CUDA_REPO = {
@@ -196,8 +195,8 @@ NODE_CASES = {
         [
             "nvidia_driver_source is distribution: the OS's own packages, which this collection supports on Debian "
             "12 and 13 (their non-free NVIDIA packages); {host} runs Ubuntu 24.04",
-            "Fix: a supported release, or nvidia_driver_source: cuda_repo (NVIDIA's CUDA repository, for Debian 12 and "
-            "Ubuntu 22.04/24.04).",
+            "Fix: a supported release, or nvidia_driver_source: cuda_repo (NVIDIA's CUDA repository, for Debian 12, "
+            "Ubuntu 22.04/24.04, Rocky Linux and RHEL 8/9).",
         ],
     ),
     "sources_without_non_free": (
@@ -215,18 +214,10 @@ NODE_CASES = {
         {"nvidia_driver_source": "cuda_repo"},
         [
             "nvidia_driver_source is cuda_repo: NVIDIA's CUDA network repository, which this collection supports on "
-            "Debian 12, Ubuntu 22.04 and Ubuntu 24.04; {host} runs Debian GNU/Linux 13 (trixie) (ID=debian, "
+            "Debian 12, Ubuntu 22.04 and 24.04, and Rocky Linux and RHEL 8 and 9; {host} runs Debian GNU/Linux 13 "
+            "(trixie) (ID=debian, "
             "VERSION_ID=13). NVIDIA's debian13 repository carries driver branches 580 and later only",
             "Fix: nvidia_driver_source: distribution (Debian 13's 535 and 550 packages",
-        ],
-    ),
-    "cuda_repo_on_rocky_9": (
-        "rocky",
-        {"nvidia_driver_source": "cuda_repo"},
-        [
-            "{host} runs Rocky Linux 9.3 (Blue Onyx) (ID=rocky, VERSION_ID=9.3). NVIDIA's rhel8 and rhel9 repositories "
-            "serve the driver as dnf module streams (nvidia-driver:<branch>-dkms, <branch>-open) held by dnf "
-            "versionlock, which this collection does not install yet.",
         ],
     ),
     "cuda_repo_branch_not_for_the_os": (
@@ -299,7 +290,6 @@ def nodes(tmp_path_factory):
         started.debian_sources("l40s", "trixie")
         started.debian_sources("h100", "bookworm")
         started.ubuntu("ubuntu")
-        started.os_release("rocky", "rocky-9.3")
         yield started.inventory
 
 

@@ -2,13 +2,16 @@
 
 Each node is a bench container whose /etc/os-release is a real one of that OS (tests/fixtures/os-release, sources in
 SOURCES.md): os_facts reads it as it would on that OS, the role loads that OS's variables, resolves NVIDIA's
-repository for it (through the bench's mirror, where index-only stand-ins of NVIDIA's ubuntu2204 and ubuntu2404
-repositories stand: tests/standins/cuda-repo-ubuntu*-driver) and plans the packages it would install. Only
-preflight runs, in check mode: installing needs the real OS. Rocky and RHEL are refused with the reason.
+repository for it (through the bench's mirror, where index-only stand-ins of NVIDIA's ubuntu2204, ubuntu2404 and
+rhel9 repositories stand: tests/standins/cuda-repo-ubuntu*-driver, cuda-repo-rhel9-driver) and plans the packages it
+would install. Only preflight runs, in check mode: installing needs the real OS. Rocky Linux and RHEL nodes also
+have Debian's rpm and dnf (what RHEL's package tools are), which read NVIDIA's repository and the installed
+packages; the role stops such a node before the install, with the plan (the dnf install is not built yet).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 from pathlib import Path
 
 import pytest
@@ -22,34 +25,64 @@ CUDA_REPO = {
     "nvidia_driver_branch": "550",
     "gpuops_mirror_url": MIRROR,
     "nvidia_driver_cuda_repo_key_fingerprint": BENCH_KEY_FINGERPRINT,
+    "nvidia_driver_cuda_repo_rpm_key_fingerprint": BENCH_KEY_FINGERPRINT,
 }
 # node -> os-release fixture
 UBUNTU = {"ubuntu2204": "ubuntu-22.04", "ubuntu2404": "ubuntu-24.04"}
-REFUSED = {"rocky8": "rocky-8.3", "rhel9": "rhel-9.6"}
+RHEL = {"rocky8": "rocky-8.3", "rhel9": "rhel-9.6"}
+NVIDIA = f"{MIRROR}/developer.download.nvidia.com/compute/cuda/repos"
+# An HGX board whose NVSwitches its hardware profile declares: fabric manager joins the plan.
+NVSWITCH = {"gpuops_hardware": {"profile": "hgx_h100_8gpu", "gpu": {"nvswitch": True}}}
 
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    specs = [{"name": name, "image": "debian12"} for name in [*UBUNTU, *REFUSED]]
+    specs = [{"name": name, "image": "debian12"} for name in [*UBUNTU, *RHEL]]
     with bench_nodes(tmp_path_factory, GROUP, specs) as started:
-        for name, release in {**UBUNTU, **REFUSED}.items():
-            # Debian's archive through the mirror for the kernel headers the plan reads; the OS's os-release.
-            started.debian_sources(name, "bookworm")
+
+        def prepare(name: str) -> None:
+            release = {**UBUNTU, **RHEL}[name]
+            if name in RHEL:
+                started.rpm_userland(name, "bookworm", release.split("-")[1].split(".")[0])
+                # The image's kernel (Debian's, in /lib/modules) is no rpm's: a build tree for it, what an installed
+                # kernel-devel leaves, makes it a kernel DKMS can build for without a kernel-devel to install.
+                started.sh(name, "for k in /lib/modules/*; do mkdir -p $k/build && touch $k/build/Makefile; done")
+            else:
+                # Debian's archive through the mirror for the kernel headers the plan reads.
+                started.debian_sources(name, "bookworm")
             started.os_release(name, release)
+
+        # Each node waits on its package downloads, not on this machine's CPUs: side by side.
+        with concurrent.futures.ThreadPoolExecutor(len(specs)) as pool:
+            list(pool.map(prepare, [*UBUNTU, *RHEL]))
         yield started.inventory
 
 
 @pytest.fixture(scope="module")
 def matrix_run(tmp_path_factory, nodes: Path) -> CaseRun:
-    """Every case of this module in one run: per Ubuntu release, a plan per flavor and a version the repository
-    lacks; per refused OS, the refusal. Each case's host is named <case>_<node>."""
+    """Every preflight case of this module in one run: per Ubuntu release, a plan per flavor and a version the
+    repository lacks; on RHEL 9 a plan per flavor and with fabric manager, a missing version and the other key; on
+    Rocky Linux 8 its own (rhel8) repository. Each case's host is named <case>_<node>."""
     cases = {
         **{f"plan_{flavor}_{node}": (node, {**CUDA_REPO, "nvidia_driver_flavor": flavor})
-           for node in UBUNTU for flavor in ("proprietary", "open")},
+           for node in [*UBUNTU, "rhel9"] for flavor in ("proprietary", "open")},
         **{f"version_{node}": (node, {**CUDA_REPO, "nvidia_driver_version": "550.127.05"}) for node in UBUNTU},
-        **{f"refused_{node}": (node, CUDA_REPO) for node in REFUSED},
+        "fabricmanager_rhel9": ("rhel9", {**CUDA_REPO, **NVSWITCH}),
+        "version_rhel9": ("rhel9", {**CUDA_REPO, "nvidia_driver_version": "550.127.05"}),
+        "branch_rhel9": ("rhel9", {**CUDA_REPO, "nvidia_driver_branch": "570"}),
+        "repository_rocky8": ("rocky8", CUDA_REPO),
+        # The role's own RHEL pin (NVIDIA's key D42D0685) against the bench's mirror, signed by the bench's key.
+        "key_rhel9": ("rhel9", {**CUDA_REPO, "nvidia_driver_cuda_repo_rpm_key_fingerprint":
+                                "610C7B14E068A878070DA4E99CD0A493D42D0685"}),
     }  # fmt: skip
     return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("matrix"), node_cases(nodes, cases))
+
+
+@pytest.fixture(scope="module")
+def install_run(tmp_path_factory, nodes: Path) -> CaseRun:
+    """The whole role, in check mode, on the RHEL 9 node: it plans, then stops before any change."""
+    cases = {"install_rhel9": ("rhel9", CUDA_REPO)}
+    return CaseRun(PLAYBOOK, "nvidia_driver", tmp_path_factory.mktemp("install"), node_cases(nodes, cases))
 
 
 @pytest.mark.parametrize("node", sorted(UBUNTU))
@@ -81,13 +114,85 @@ def test_ubuntu_reads_its_own_nvidia_repository(matrix_run: CaseRun, node: str) 
     )
 
 
-@pytest.mark.parametrize("node", sorted(REFUSED))
-def test_rocky_and_rhel_are_refused_with_the_reason(matrix_run: CaseRun, node: str) -> None:
+RHEL9_PLAN = {
+    # flavour -> (kernel module package, DKMS module, module stream)
+    "proprietary": ("kmod-nvidia-latest-dkms", "nvidia", "550-dkms"),
+    "open": ("kmod-nvidia-open-dkms", "nvidia-open", "550-open"),
+}
+
+
+@pytest.mark.parametrize("flavor", ["proprietary", "open"])
+def test_rhel_plans_nvidias_rpms_at_exact_evrs(matrix_run: CaseRun, flavor: str) -> None:
+    """NVIDIA's rpms, versions compared as rpm does, each asked for as dnf's name-EPOCH:VERSION-RELEASE, epoch 3
+    kept; the installed kernel's build tree makes it the DKMS target (no kernel-devel to install)."""
+    host = f"plan_{flavor}_rhel9"
+    output = matrix_run.assert_passes_unchanged(host)
+    kmod, dkms, _stream = RHEL9_PLAN[flavor]
+    assert f"{host}: NVIDIA driver 550.163.01 (NVIDIA's RHEL repository, {flavor} kernel modules" in output
+    assert f"DKMS module {dkms} for kernel(s) " in output
+    assert (
+        f"packages {kmod}-3:550.163.01-1.el9, nvidia-kmod-common-3:550.163.01-1.el9, "
+        "nvidia-driver-cuda-3:550.163.01-1.el9, nvidia-driver-cuda-libs-3:550.163.01-1.el9, "
+        "nvidia-persistenced-3:550.163.01-1.el9." in output
+    )
+
+
+def test_rhel_plans_fabric_manager_at_the_drivers_version(matrix_run: CaseRun) -> None:
+    """Below R580 NVIDIA's RHEL fabric manager is nvidia-fabric-manager (no epoch), at the driver's version."""
+    output = matrix_run.assert_passes_unchanged("fabricmanager_rhel9")
+    assert "nvidia-persistenced-3:550.163.01-1.el9, nvidia-fabric-manager-550.163.01-1." in output
+
+
+def test_rhel_names_the_versions_its_repository_carries(matrix_run: CaseRun) -> None:
     matrix_run.assert_fails_with(
-        f"refused_{node}",
+        "version_rhel9",
         [
-            "nvidia_driver_source is cuda_repo: NVIDIA's CUDA network repository, which this collection supports on "
-            "Debian 12, Ubuntu 22.04 and Ubuntu 24.04; {host} runs",
-            "NVIDIA's rhel8 and rhel9 repositories serve the driver as dnf module streams",
+            "{host}: nvidia_driver_version is 550.127.05, which NVIDIA's CUDA repository packages for RHEL "
+            f"({NVIDIA}/rhel9/x86_64/) do not carry for branch 550 with the proprietary kernel modules (they carry "
+            "550.163.01 (NVIDIA's RHEL repository), 550.144.03 (NVIDIA's RHEL repository)).",
+        ],
+    )
+
+
+def test_rhel_names_the_branches_its_repository_carries(matrix_run: CaseRun) -> None:
+    matrix_run.assert_fails_with(
+        "branch_rhel9",
+        [
+            f"{{host}}: NVIDIA's CUDA repository packages for RHEL ({NVIDIA}/rhel9/x86_64/) carry no version of "
+            'kmod-nvidia-open-dkms of branch 570 (open kernel modules). Fix: nvidia_driver_branch: "550" (it carries '
+            "550), or bring branch 570 into NVIDIA's RHEL repository (nvidia_driver_cuda_repo_url)",
+        ],
+    )
+
+
+def test_rocky8_reads_its_own_rhel8_repository(matrix_run: CaseRun) -> None:
+    """The bench's rhel8 stand-in carries toolkits only: the message names the rhel8 repository the role picked."""
+    matrix_run.assert_fails_with(
+        "repository_rocky8",
+        [
+            f"{{host}}: NVIDIA's CUDA repository packages for RHEL ({NVIDIA}/rhel8/x86_64/) carry no version of "
+            "kmod-nvidia-latest-dkms of branch 550 (proprietary kernel modules).",
+        ],
+    )
+
+
+def test_rhel_checks_nvidias_rhel_key_pin(matrix_run: CaseRun) -> None:
+    """The RHEL pin (nvidia_driver_cuda_repo_rpm_key_fingerprint), not the Debian/Ubuntu one, is checked there."""
+    matrix_run.assert_fails_with(
+        "key_rhel9",
+        ["nvidia_driver_cuda_repo_rpm_key_fingerprint", "610C7B14E068A878070DA4E99CD0A493D42D0685"],
+    )
+
+
+def test_rhel_stops_before_the_install_with_the_plan(install_run: CaseRun) -> None:
+    """Past preflight the role stops a dnf node before anything changes (no drain, no package), handing the
+    operator the plan: the module stream and the exact specs."""
+    install_run.assert_fails_with(
+        "install_rhel9",
+        [
+            "{host}: this role plans the NVIDIA driver on Red Hat Enterprise Linux 9.6 (Plow) (the plan above: driver "
+            "550.163.01, dnf module stream nvidia-driver:550-dkms) but does not install it with dnf yet, so nothing "
+            "was changed. Fix: install that plan by hand (dnf module enable nvidia-driver:550-dkms; dnf install "
+            "kmod-nvidia-latest-dkms-3:550.163.01-1.el9 nvidia-kmod-common-3:550.163.01-1.el9",
         ],
     )

@@ -18,7 +18,7 @@ SMI = Path(__file__).resolve().parents[3] / "fixtures" / "nvidia_smi"
 PLAN = {
     "version": "535.274.02",
     "kmod_package": "nvidia-tesla-535-kernel-dkms",
-    "debian_version": "535.274.02-1~deb13u1",
+    "package_version": "535.274.02-1~deb13u1",
 }
 WHERE = "NVIDIA's CUDA repository (https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/)"
 # What the bench's stand-in repository carries (tests/standins/cuda-repo-debian12/repo.json).
@@ -65,7 +65,7 @@ def test_an_installed_fabric_manager_of_another_version_is_replaced_by_the_drive
 
 def test_a_repository_without_the_driver_version_names_both_versions_and_the_fix():
     plan = {**PLAN, "version": "535.216.03", "kmod_package": "nvidia-tesla-535-kernel-dkms",
-            "debian_version": "535.216.03-3~deb12u1"}  # fmt: skip
+            "package_version": "535.216.03-3~deb12u1"}  # fmt: skip
     result = driver_plan.choose_fabricmanager(INDEX, {}, plan, "535", WHERE)
     assert result["version"] is None
     problem = one_line(result["problem"])

@@ -171,7 +171,7 @@ def plan(source, branch, flavour, table, pin="", companions=None):
 def test_debian_13_branch_535_resolves_to_the_tesla_packages_pinned_and_persistenced_apart():
     result = plan(TRIXIE, "535", "proprietary", TRIXIE_FRESH)
     assert result["problem"] is None
-    assert (result["track"], result["version"], result["debian_version"]) == (
+    assert (result["track"], result["version"], result["package_version"]) == (
         "nvidia-graphics-drivers-tesla-535",
         "535.274.02",
         TESLA_13,
@@ -192,7 +192,7 @@ def test_debian_13_branch_535_resolves_to_the_tesla_packages_pinned_and_persiste
 
 
 def test_an_exact_version_pin_must_be_carried():
-    assert plan(TRIXIE, "535", "proprietary", TRIXIE_FRESH, pin="535.274.02")["debian_version"] == TESLA_13
+    assert plan(TRIXIE, "535", "proprietary", TRIXIE_FRESH, pin="535.274.02")["package_version"] == TESLA_13
     result = plan(TRIXIE, "535", "proprietary", TRIXIE_FRESH, pin="535.288.01")
     assert result["problem"] == (
         "nvidia_driver_version is 535.288.01, which Debian 13's own packages do not carry for branch 535 with the "
@@ -203,7 +203,7 @@ def test_an_exact_version_pin_must_be_carried():
 
 def test_debian_12_without_a_pin_takes_the_newest_535_of_both_package_sets():
     result = plan(BOOKWORM, "535", "proprietary", BOOKWORM_FRESH)
-    assert (result["track"], result["debian_version"]) == ("nvidia-graphics-drivers", "535.309.01-0+deb12u1")
+    assert (result["track"], result["package_version"]) == ("nvidia-graphics-drivers", "535.309.01-0+deb12u1")
     assert result["packages"]["nvidia-smi"] == "535.309.01-0+deb12u1"
     assert result["packages"]["nvidia-persistenced"] == "535.171.04-1~deb12u1"
 
@@ -213,7 +213,7 @@ def test_debian_12_pin_picks_the_package_set_that_carries_it():
     assert result["track"] == "nvidia-graphics-drivers-tesla-535"
     assert result["kmod_package"] == "nvidia-tesla-535-kernel-dkms"
     older = plan(BOOKWORM, "535", "proprietary", BOOKWORM_FRESH, pin="535.261.03")
-    assert (older["track"], older["debian_version"]) == ("nvidia-graphics-drivers", "535.261.03-1")
+    assert (older["track"], older["package_version"]) == ("nvidia-graphics-drivers", "535.261.03-1")
 
 
 def test_debian_12_open_modules_pin_the_userland_to_the_open_packages_version():
@@ -398,7 +398,7 @@ def test_the_repository_plan_takes_nvidias_versions_of_the_branch_only():
     result = repo_plan(CUDA_DEBIAN12, "550", "proprietary")
     assert result["problem"] is None
     # The newest of branch 550, not the repository's 580, and never Debian 12's 535 of the same names.
-    assert (result["version"], result["debian_version"]) == ("550.163.01", "550.163.01-1")
+    assert (result["version"], result["package_version"]) == ("550.163.01", "550.163.01-1")
     assert (result["kmod_package"], result["dkms_module"]) == ("nvidia-kernel-dkms", "nvidia-current")
     assert result["steps"]["kernel_modules"] == ["nvidia-kernel-dkms=550.163.01-1", "firmware-nvidia-gsp=550.163.01-1"]
     # nvidia-persistenced is of the set, at the driver's version (NVIDIA versions it with the driver).
@@ -407,7 +407,7 @@ def test_the_repository_plan_takes_nvidias_versions_of_the_branch_only():
 
 
 def test_a_repository_pin_picks_the_older_version():
-    assert repo_plan(CUDA_DEBIAN12, "550", "proprietary", pin="550.144.03")["debian_version"] == "550.144.03-1"
+    assert repo_plan(CUDA_DEBIAN12, "550", "proprietary", pin="550.144.03")["package_version"] == "550.144.03-1"
 
 
 def test_an_installed_distribution_driver_is_never_a_repository_candidate():
@@ -422,7 +422,7 @@ def test_an_installed_distribution_driver_is_never_a_repository_candidate():
     assert merged["nvidia-kernel-dkms"]["installed"] == debian
     assert merged["nvidia-kernel-dkms"]["installed_elsewhere"] is True
     result = repo_plan(CUDA_DEBIAN12, "535", "proprietary", index=index, base=base)
-    assert result["debian_version"] == "535.274.02-1"
+    assert result["package_version"] == "535.274.02-1"
 
 
 def test_a_branch_the_repository_lacks_names_the_branches_it_carries():

@@ -97,7 +97,8 @@ def dnf_cache(monkeypatch, tmp_path):
 def repoquery(cache, names, url=RHEL9_MIRRORED):
     return ("/usr/bin/dnf", "repoquery", "--quiet", "--noplugins", f"--repofrompath=gpuops-index,{url}",
             "--repo=gpuops-index", f"--setopt=cachedir={cache}", "--setopt=gpuops-index.skip_if_unavailable=False",
-            "--showduplicates", "--qf=%{name}\t%{evr}", "--", *names)  # fmt: skip
+            "--setopt=gpuops-index.module_hotfixes=true", "--showduplicates", "--qf=%{name}\t%{evr}", "--",
+            *names)  # fmt: skip
 
 
 def test_dnf_reads_an_rpm_md_repository_through_the_mirror_and_leaves_no_cache(
