@@ -71,7 +71,7 @@ LOCAL_CASES = {
 }
 
 # node -> image; each case names its node.
-NODES = {"bare": "debian13", "runtimes": "debian13", "ubuntu": "debian12"}
+NODES = {"bare": "debian13", "runtimes": "debian13", "ubuntu": "debian12", "rocky": "debian12"}
 
 NODE_CASES = {
     "runtime_not_installed": (
@@ -106,10 +106,11 @@ NODE_CASES = {
         ],
     ),
     "unsupported_os": (
-        "ubuntu",
+        "rocky",
         {},
         [
-            "nvidia_container_toolkit supports Debian 12 and 13 on amd64 and arm64; {host} runs Ubuntu 24.04",
+            "nvidia_container_toolkit supports Debian 12 and 13 and Ubuntu 22.04 and 24.04 on amd64 and arm64; {host} "
+            "runs Rocky Linux 9.3 (Blue Onyx) (ID=rocky, VERSION_ID=9.3) on x86_64.",
             "Fix: a supported release, or leave this node out of the container toolkit stage.",
         ],
     ),
@@ -135,6 +136,10 @@ def nodes(tmp_path_factory):
         # runtimes: units named as the runtimes' packages name them (only their presence is read in preflight), and
         # the configurations other tools left: a daemon.json with a typo, a containerd config of the version 1 era.
         started.sh(
+            "ubuntu",
+            "printf '[Service]\\nExecStart=/bin/true\\n' > /etc/systemd/system/crio.service; systemctl daemon-reload",
+        )
+        started.sh(
             "runtimes",
             "for u in containerd docker crio; do printf '[Service]\\nExecStart=/bin/true\\n' "
             "> /etc/systemd/system/$u.service; done; systemctl daemon-reload; mkdir -p /etc/docker /etc/containerd; "
@@ -143,6 +148,7 @@ def nodes(tmp_path_factory):
             "> /etc/containerd/config.toml",
         )
         started.ubuntu("ubuntu")
+        started.os_release("rocky", "rocky-9.3")
         yield started.inventory
 
 
@@ -150,7 +156,8 @@ def nodes(tmp_path_factory):
 def node_run(tmp_path_factory, nodes: Path) -> CaseRun:
     """Every node case, and the control, in one run."""
     cases = {case: (node, variables) for case, (node, variables, _expected) in NODE_CASES.items()}
-    control = {"control": ("runtimes", {"nvidia_container_toolkit_runtimes": ["crio"]})}
+    crio = {"nvidia_container_toolkit_runtimes": ["crio"]}
+    control = {"control": ("runtimes", crio), "control_ubuntu": ("ubuntu", crio)}
     return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("nodes"), node_cases(nodes, {**cases, **control}))
 
 
@@ -159,6 +166,8 @@ def test_bad_input_on_a_node_fails_in_preflight(node_run: CaseRun, case: str) ->
     node_run.assert_fails_with(case, NODE_CASES[case][2])
 
 
-def test_valid_input_passes_preflight_and_changes_nothing(node_run: CaseRun) -> None:
-    """The control: CRI-O (whose drop-in directory is the role's alone) on the node with the runtimes passes."""
-    node_run.assert_passes_unchanged("control")
+@pytest.mark.parametrize("control", ["control", "control_ubuntu"])
+def test_valid_input_passes_preflight_and_changes_nothing(node_run: CaseRun, control: str) -> None:
+    """The control: CRI-O (whose drop-in directory is the role's alone) on the node with the runtimes passes, and on
+    a node with Ubuntu 24.04's os-release, which NVIDIA's one deb repository serves as it does Debian."""
+    node_run.assert_passes_unchanged(control)
