@@ -12,11 +12,17 @@ from __future__ import annotations
 import re
 
 DKMS_TREE = "/var/lib/dkms"
-# Where DKMS installs the modules it builds, under /lib/modules/<kernel> (Debian's dkms.conf DEST_MODULE_LOCATION).
-DKMS_MODULE_DIR = "updates/dkms"
+# Where DKMS installs the modules it builds, under /lib/modules/<kernel>. dkms 3 picks the directory by distribution
+# (its override_dest_module_location: updates/dkms on Debian and Ubuntu, extra on Fedora and RHEL, as seen on the
+# bench: Debian's dkms 3.0.10 under RHEL's os-release installs to extra) and keeps the package's own
+# DEST_MODULE_LOCATION on one it has no rule for (kernel/drivers/video in NVIDIA's dkms.conf). Top levels only.
+DKMS_MODULE_DIRS = ("updates/dkms", "extra", "kernel/drivers/video")
 # Each NVIDIA DKMS package builds these modules; Debian installs them as <dkms module><suffix>.ko[.xz]
 # (nvidia-tesla-535.ko.xz, nvidia-tesla-535-uvm.ko.xz...), from its dkms.conf DEST_MODULE_NAME entries.
 NVIDIA_MODULE_SUFFIXES = ("", "-modeset", "-drm", "-uvm", "-peermem")
+# DKMS modules whose files are not named after them: NVIDIA's RHEL kmod-nvidia-open-dkms registers DKMS module
+# nvidia-open (NVIDIA/open-gpu-kernel-modules PR #567) and builds nvidia.ko, nvidia-uvm.ko... as the source names them.
+MODULE_FILE_PREFIXES = {"nvidia-open": "nvidia"}
 MODULE_EXTENSIONS = (".ko", ".ko.xz", ".ko.zst", ".ko.gz")
 INSTALLED_STATES = ("installed", "installed-weak")
 
@@ -34,6 +40,9 @@ _MAKE_LOG_HEADER = re.compile(
     r"^DKMS\b.*\bmake\.log for (?P<what>\S+) for kernel (?P<kernel>\S+)(?: \((?P<arch>[^)]+)\))?"
 )
 _EXIT_CODE = re.compile(r"^# exit code: (?P<code>-?\d+)\s*$")
+# dkms before 3.0.11 writes no exit code: the top-level make's last error line says it ("make: *** [...] Error 2";
+# a sub-make's is "make[1]: ***").
+_MAKE_ERROR = re.compile(r"^make: \*\*\* .* Error (?P<code>\d+)\s*$")
 # gcc quotes names with ' under the C locale, with U+2018/U+2019 under a UTF-8 one.
 _IN_FUNCTION = re.compile(r": In function ['\u2018][^'\u2019]*['\u2019]:\s*$")
 # What a compiler or linker prints for a failure that does not say ": error: " (modpost, make itself).
@@ -77,13 +86,14 @@ def build_state(records, module, version, kernel):
 
 
 def module_files(names, dkms_module):
-    """Which of a DKMS module's NVIDIA modules are among file names (a listing of /lib/modules/<k>/updates/dkms).
+    """Which of a DKMS module's NVIDIA modules are among file names (listings of DKMS_MODULE_DIRS).
 
     Returns (present, missing): present the file names found, missing the module names (without extension) absent.
     """
     present, missing = [], []
+    prefix = MODULE_FILE_PREFIXES.get(dkms_module, dkms_module)
     for suffix in NVIDIA_MODULE_SUFFIXES:
-        stem = dkms_module + suffix
+        stem = prefix + suffix
         found = [stem + ext for ext in MODULE_EXTENSIONS if stem + ext in names]
         if found:
             present.extend(found)
@@ -108,8 +118,8 @@ def parse_make_log(text, build_dir=None, limit=8, context=2):
         if header:
             kernel, arch = header.group("kernel"), header.group("arch")
     exit_code = None
-    for line in reversed(lines):
-        match = _EXIT_CODE.match(line)
+    for pattern in (_EXIT_CODE, _MAKE_ERROR):
+        match = next((m for m in map(pattern.match, reversed(lines)) if m), None)
         if match:
             exit_code = int(match.group("code"))
             break

@@ -10,7 +10,8 @@ module: nvidia_driver_facts
 short_description: Read the NVIDIA kernel driver's state - DKMS builds per kernel, their logs, the loaded module
 version_added: 0.1.0
 description:
-  - Reads C(dkms status), the NVIDIA modules DKMS installed under C(/lib/modules/<kernel>/updates/dkms), which kernels
+  - Reads C(dkms status), the NVIDIA modules DKMS installed under C(/lib/modules/<kernel>) (C(updates/dkms), C(extra)
+    on RHEL, or the package's own C(kernel/drivers/video)), which kernels
     have headers to build against, the errors of a failed DKMS build from its C(make.log), the loaded module's version
     and flavour (C(/sys/module/nvidia/version), C(/proc/driver/nvidia/version)), the C(/dev/nvidia*) device nodes, and
     whether NVIDIA's C(.run) installer put a driver on the node.
@@ -86,8 +87,8 @@ ansible_facts:
         kernels:
           description: >-
             Per kernel version, C(headers) (C(/lib/modules/<kernel>/build) holds a kernel build tree DKMS can build
-            against), C(module_files) (the C(nvidia*) files under C(/lib/modules/<kernel>/updates/dkms)) and, for
-            each module of O(dkms_modules), C(dkms_modules.<name>) with C(files) (its five modules' files found -
+            against), C(module_files) (the C(nvidia*) files in DKMS's directories under C(/lib/modules/<kernel>)) and,
+            for each module of O(dkms_modules), C(dkms_modules.<name>) with C(files) (its five modules' files found -
             C(<name>), C(<name>-modeset), C(-drm), C(-uvm), C(-peermem), as C(.ko), C(.ko.xz), C(.ko.zst) or C(.ko.gz))
             and C(missing) (those of the five without a file).
           type: dict
@@ -147,7 +148,12 @@ def gather(reader, params):
     kernel_state = {}
     for kernel in kernels:
         base = f"/lib/modules/{kernel}"
-        files = [n for n in reader.listdir(f"{base}/{dkms.DKMS_MODULE_DIR}") if n.startswith("nvidia")]
+        files = sorted(
+            n
+            for directory in dkms.DKMS_MODULE_DIRS
+            for n in reader.listdir(f"{base}/{directory}")
+            if n.startswith("nvidia")
+        )
         per_module = {}
         for name in sorted(wanted):
             present, missing = dkms.module_files(files, name)

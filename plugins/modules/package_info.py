@@ -29,7 +29,7 @@ options:
     default: []
   list_installed:
     description: Also return C(installed_names), every package dpkg has installed or left half-installed (apt), or
-      rpm has installed (dnf).
+      rpm has installed (dnf; not the C(gpg-pubkey) entries of imported keys).
     type: bool
     default: false
   manager:
@@ -155,7 +155,9 @@ def gather_dnf(query, repoquery, held, names, list_installed):
             }
     if list_installed:
         _rc, out, _err = query(["-qa", "--qf", "%{NAME}\n"])
-        result["installed_names"] = sorted({line.strip() for line in out.splitlines() if line.strip()})
+        # rpm lists each imported signing key as a gpg-pubkey entry: a key, not a package anyone installs.
+        names = {line.strip() for line in out.splitlines() if line.strip()}
+        result["installed_names"] = sorted(names - {"gpg-pubkey"})
     return result
 
 

@@ -137,6 +137,24 @@ def test_module_files_accepts_every_compression_and_names_the_missing():
     assert missing == ["nvidia-tesla-535-modeset", "nvidia-tesla-535-peermem"]
 
 
+def test_a_dkms_3_0_10_log_without_exit_code_line_takes_make_s_error():
+    """dkms 3.0.10 (Debian 12's) writes no "# exit code:" line: the top-level make's "Error 2" gives it."""
+    build_dir = "/var/lib/dkms/nvidia/550.144.03/build"
+    text = (DKMS / "bookworm-dkms3.0.10-standin-nvidia-550.144.03-6.1.0-50.make.log").read_text()
+    log = dkms.parse_make_log(text, build_dir=build_dir)
+    assert (log["kernel"], log["arch"], log["exit_code"], log["error_count"]) == ("6.1.0-50-amd64", "x86_64", 2, 2)
+    assert log["summary"].startswith(
+        "nvidia.c: In function 'standin_resize': | nvidia.c:13:16: error: too few arguments to function "
+        "'pci_resize_resource' |"
+    )
+
+
+def test_nvidia_s_rhel_open_dkms_module_builds_files_named_nvidia():
+    """NVIDIA's RHEL DKMS module nvidia-open installs nvidia.ko, nvidia-uvm.ko... (as the bench's stand-in does)."""
+    names = ["nvidia.ko", "nvidia-modeset.ko", "nvidia-drm.ko", "nvidia-uvm.ko", "nvidia-peermem.ko"]
+    assert dkms.module_files(names, "nvidia-open") == (names, [])
+
+
 # The two layouts of /proc/driver/nvidia/version, as NVIDIA's modules print them (public captures: a
 # Tesla T4 host with the open 555.42.02 module, an Ubuntu host with the proprietary 515.76 one).
 @pytest.mark.parametrize(

@@ -43,6 +43,15 @@ def built(tmp_path):
     return Reader(tmp_path, (DKMS / "trixie-tesla-535-installed.status.txt").read_text())
 
 
+def test_rhel_s_dkms_installs_under_extra(tmp_path):
+    """dkms on RHEL installs to /lib/modules/<kernel>/extra (seen with dkms 3.0.10 under RHEL 9's os-release)."""
+    for name in ("nvidia.ko", "nvidia-modeset.ko", "nvidia-drm.ko", "nvidia-uvm.ko", "nvidia-peermem.ko"):
+        touch(tmp_path, f"/lib/modules/{KERNEL}/extra/{name}")
+    (tmp_path / "dev").mkdir()
+    facts = nvidia_driver_facts.gather(Reader(tmp_path, ""), params(dkms_modules=["nvidia"], kernels=[KERNEL]))
+    assert facts["kernels"][KERNEL]["dkms_modules"]["nvidia"]["missing"] == []
+
+
 def params(**changes):
     return {"dkms_modules": [], "kernels": [], "error_limit": 8, **changes}
 

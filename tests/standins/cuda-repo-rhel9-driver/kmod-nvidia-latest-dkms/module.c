@@ -1,0 +1,1 @@
+../dkms-source/module.c
