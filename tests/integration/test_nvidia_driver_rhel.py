@@ -149,15 +149,44 @@ def test_persistenced_and_fabric_manager_are_enabled(nodes):
 
 
 @pytest.mark.usefixtures("converged")
-def test_an_upgrade_is_refused_before_any_change(nodes):
-    """Another flavour than the installed one is an upgrade, which the role does not do with dnf yet: it stops in
-    preflight, before the drain, saying so."""
-    output, (changed, _unreachable, failed_count) = converge(nodes, "rhel9", "--check", nvidia_driver_flavor="open")
-    assert (changed, failed_count) == (0, 1), output[-4000:]
+def test_a_flavour_change_is_an_upgrade_check_mode_first(nodes):
+    """The open modules over the installed proprietary ones: in check mode the upgrade is reported (the lock release,
+    the old package's removal, the stream switch), with no failure and nothing changed on the node."""
+    output, (changed, unreachable, failed_count) = converge(nodes, "rhel9", "--check", nvidia_driver_flavor="open")
+    assert (unreachable, failed_count) == (0, 0), output[-4000:]
+    assert changed > 0
     assert (
-        f"rhel9 has NVIDIA driver kmod-nvidia-latest-dkms {EVR} (driver 550.163.01) and the plan is 550.163.01 "
-        f"(kmod-nvidia-open-dkms {EVR}), but this role does not upgrade a driver with dnf yet, so nothing was changed."
+        f"rhel9: upgrade from kmod-nvidia-latest-dkms {EVR} (driver 550.163.01) to driver 550.163.01 "
+        f"(kmod-nvidia-open-dkms {EVR}): no drain (nvidia_driver_drain: auto), stop the GPU services, no module to "
+        "unload, install, verify, return to service."
     ) in " ".join(output.split()), output[-4000:]
+    assert read(nodes, "rhel9", "rpm -q kmod-nvidia-latest-dkms").startswith("kmod-nvidia-latest-dkms-550.163.01")
+
+
+def test_the_upgrade_switches_stream_package_dkms_module_and_locks(nodes):
+    """Run after the tests above on rhel9's first install: the proprietary package goes (its %preun removes its DKMS
+    tree), the 550-open stream comes, the open package is built by DKMS and locked in its place."""
+    output, (_changed, unreachable, failed_count) = converge(nodes, "rhel9", nvidia_driver_flavor="open")
+    assert (unreachable, failed_count) == (0, 0), output[-4000:]
+    tasks = changed_tasks(output)
+    for task in (
+        "nvidia_driver : Release the holds of the installed driver packages",
+        "nvidia_driver : Remove the old driver's packages the plan does not keep",
+        "nvidia_driver : Enable the driver branch's module stream",
+        "nvidia_driver : Install the kernel module package and nvidia-kmod-common (rpm %post builds the module with "
+        "DKMS)",
+        "nvidia_driver : Hold the driver packages at their versions",
+    ):
+        assert f"gpuops.bringup.{task}" in tasks, (task, tasks)
+    assert "rhel9 passed nvidia_driver verification: driver 550.163.01" in " ".join(output.split())
+    kernel = read(nodes, "rhel9", "ls /lib/modules").strip()
+    assert read(nodes, "rhel9", "dkms status").strip() == f"nvidia-open/550.163.01, {kernel}, x86_64: installed"
+    assert "stream=550-open\n" in read(nodes, "rhel9", "cat /etc/dnf/modules.d/nvidia-driver.module")
+    assert read(nodes, "rhel9", "rpm -q kmod-nvidia-latest-dkms || true").strip().endswith("is not installed")
+    locks = read(nodes, "rhel9", "cat /etc/dnf/plugins/versionlock.list")
+    assert f"\nkmod-nvidia-open-dkms-{EVR}.*\n" in locks and "kmod-nvidia-latest-dkms" not in locks, locks
+    again = converge(nodes, "rhel9", nvidia_driver_flavor="open")
+    assert again[1] == (0, 0, 0), again[0][-4000:]
 
 
 @pytest.fixture(scope="module")
