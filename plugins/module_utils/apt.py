@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
+
 DPKG_STATUS = "/var/lib/dpkg/status"
 
 _PACKAGE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9+.-]*)(?::[a-z0-9]+)?:$")
@@ -31,7 +33,7 @@ def parse_apt_policy(text):
     """
     packages = {}
     current = None
-    for line in (text or "").splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         match = _PACKAGE.match(line)
         if match:
             current = {"installed": None, "candidate": None, "versions": []}
@@ -73,14 +75,19 @@ def _order(char):
     return ord(char) + 256
 
 
+def _digit(char):
+    """dpkg's isdigit(): ASCII digits only (str.isdigit() also takes '²' and '٣')."""
+    return "0" <= char <= "9"
+
+
 def _compare_part(a, b):
     """dpkg's verrevcmp for one part (upstream version or revision)."""
     i = j = 0
     while i < len(a) or j < len(b):
         first_diff = 0
-        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
-            ac = _order(a[i]) if i < len(a) and not a[i].isdigit() else 0
-            bc = _order(b[j]) if j < len(b) and not b[j].isdigit() else 0
+        while (i < len(a) and not _digit(a[i])) or (j < len(b) and not _digit(b[j])):
+            ac = _order(a[i]) if i < len(a) and not _digit(a[i]) else 0
+            bc = _order(b[j]) if j < len(b) and not _digit(b[j]) else 0
             if ac != bc:
                 return -1 if ac < bc else 1
             i += 1
@@ -89,14 +96,14 @@ def _compare_part(a, b):
             i += 1
         while j < len(b) and b[j] == "0":
             j += 1
-        while i < len(a) and a[i].isdigit() and j < len(b) and b[j].isdigit():
+        while i < len(a) and _digit(a[i]) and j < len(b) and _digit(b[j]):
             if not first_diff:
                 first_diff = (a[i] > b[j]) - (a[i] < b[j])
             i += 1
             j += 1
-        if i < len(a) and a[i].isdigit():
+        if i < len(a) and _digit(a[i]):
             return 1
-        if j < len(b) and b[j].isdigit():
+        if j < len(b) and _digit(b[j]):
             return -1
         if first_diff:
             return first_diff
@@ -106,7 +113,7 @@ def _compare_part(a, b):
 def _split(version):
     text = str(version)
     epoch, sep, rest = text.partition(":")
-    if not sep or not epoch.isdigit():
+    if not sep or not parsing.is_digits(epoch) or parsing.to_int(epoch) is None:
         epoch, rest = "0", text
     upstream, sep, revision = rest.rpartition("-")
     if not sep:
@@ -140,7 +147,7 @@ def parse_packages_index(text, names):
     """
     wanted = {name: [] for name in names}
     package = version = None
-    for line in [*text.splitlines(), ""]:
+    for line in [*parsing.bounded(text)[0].splitlines(), ""]:
         if not line.strip():
             if package in wanted and version and version not in wanted[package]:
                 wanted[package].append(version)

@@ -30,7 +30,11 @@ class ToolRunner:
     def __call__(self, args, ok_rc=(0,), data=None):
         """Run the tool; return (rc, stdout, stderr) when rc is in ok_rc, else fail."""
         cmd = [self.path, *args]
-        rc, out, err = self.module.run_command(cmd, environ_update=C_LOCALE, data=data, binary_data=data is not None)
+        # Bytes that are not UTF-8 (a process name in nvidia-smi's XML, a firmware string) become U+FFFD: the
+        # default, surrogateescape, hands parsers text that no JSON result or XML parser can carry.
+        rc, out, err = self.module.run_command(
+            cmd, environ_update=C_LOCALE, data=data, binary_data=data is not None, errors="replace"
+        )
         if rc not in ok_rc:
             self.module.fail_json(
                 msg=f"{self.tool} failed with return code {rc}: {(err or out).strip()[-500:]}",

@@ -13,6 +13,8 @@ import copy
 import json
 import re
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
+
 try:
     import tomllib
 except ImportError:  # Python < 3.11: the node's Python is checked by the caller (tomllib_missing).
@@ -73,13 +75,41 @@ def toml_dumps(data, _path=()):
     return "".join(out)
 
 
+# Runtime configurations are kilobytes (containerd's full `config dump`: about 10 KB) and their keys a few levels
+# deep (plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options: 6). tomllib's time grows with the
+# square of a dotted key's length, and deep nesting ends it in RecursionError: both are refused first.
+MAX_CONFIG = 4 * 1024 * 1024
+MAX_KEY_DEPTH = 32
+
+
+def _too_deep(text):
+    """Whether a key or table header of text has more than MAX_KEY_DEPTH parts, or an array or inline table nests
+    deeper than that (counted on raw characters: quoted dots and brackets only make it stricter)."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        key = stripped if stripped.startswith("[") else stripped.partition("=")[0]
+        if key.count(".") >= MAX_KEY_DEPTH or line.count("[") > 2 * MAX_KEY_DEPTH or line.count("{") > MAX_KEY_DEPTH:
+            return True
+    return False
+
+
 def toml_loads(text, name):
+    text = parsing.clean(text)
+    if len(text) > MAX_CONFIG:
+        raise ConfigProblem(
+            f"{name} is {len(text)} characters long, more than any runtime configuration. Fix: repair it"
+        )
+    if _too_deep(text):
+        raise ConfigProblem(
+            f"{name} nests keys, arrays or tables more than {MAX_KEY_DEPTH} levels deep, which no runtime "
+            "configuration does. Fix: repair it"
+        )
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         raise ConfigProblem(
             f"{name} is not valid TOML ({exc}). Fix: repair it (the runtime cannot read it either)"
-        ) from exc
+        ) from None
 
 
 # --- containerd ---------------------------------------------------------------------------------------------------
@@ -178,6 +208,7 @@ def add_import(text, path, name):
 
     The result is parsed back: it must equal the original with the one import added, or nothing is written.
     """
+    text = parsing.clean(text)
     before = toml_loads(text, name)
     imports = before.get("imports")
     if imports is not None and not isinstance(imports, list):
@@ -228,7 +259,7 @@ def docker_daemon(text, runtime_path, make_default, name):
     """
     try:
         data = json.loads(text) if text and text.strip() else {}
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ConfigProblem(f"{name} is not valid JSON ({exc}). Fix: repair it (dockerd cannot start with it)") from exc
     if not isinstance(data, dict):
         raise ConfigProblem(f"{name} holds {type(data).__name__}, not a JSON object. Fix: repair it")
@@ -257,13 +288,13 @@ def crio_dropin(runtime_path, make_default):
 
 def parse_ctk_version(text):
     """The version `nvidia-ctk --version` prints ("1.17.8"), or None."""
-    match = _CTK_VERSION.search(text or "")
+    match = _CTK_VERSION.search(parsing.bounded(text)[0])
     return match.group(1) if match else None
 
 
 def parse_cdi_list(text):
     """The fully qualified device names `nvidia-ctk cdi list` prints on stdout ("nvidia.com/gpu=0")."""
-    return _CDI_DEVICE.findall(text or "")
+    return _CDI_DEVICE.findall(parsing.bounded(text)[0])
 
 
 def cdi_regenerate_reason(record, spec_sha256, driver_version, gpus, toolkit_version):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog, rpm
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog, parsing, rpm
 
 # Sources the role knows: the OS's own packages, and NVIDIA's CUDA network repository (cuda-toolkit-X-Y under
 # /usr/local/cuda-X.Y, several side by side).
@@ -74,12 +74,22 @@ def parse_requested(text):
 
 def version_key(text):
     """Sortable key for a dotted version ("12.10" after "12.9")."""
-    return tuple(int(part) for part in re.findall(r"\d+", str(text)))
+    return tuple(int(part) for part in re.findall(r"[0-9]{1,20}", str(text)))
+
+
+_DRIVER_VERSION = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,4}")
+
+
+def driver_version(text):
+    """The NVIDIA driver version in a package relation's version: 550.54.15-1 (a Debian revision), 1:550.54.15-1~deb13u1
+    (an epoch too) and 550.54.15 all give 550.54.15; None for what is no driver version."""
+    upstream = apt.upstream_version(str(text).strip())
+    return upstream if _DRIVER_VERSION.fullmatch(upstream) else None
 
 
 def parse_nvcc_version(text):
     """{"release": "12.4", "version": "12.4.131"} from `nvcc --version`, or None when the text has no such line."""
-    match = _NVCC.search(text or "")
+    match = _NVCC.search(parsing.bounded(text)[0])
     return None if match is None else {"release": match.group("release"), "version": match.group("version")}
 
 
@@ -97,7 +107,7 @@ def debian_toolkit_version(version):
 def parse_simulation(text):
     """{"install": [{name, version, upgrade_from}], "remove": [{name, version}]} from `apt-get --simulate install`."""
     install, remove = [], []
-    for line in (text or "").splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         match = _INST.match(line)
         if match:
             install.append({"name": match.group("name"), "version": match.group("version"),
@@ -112,7 +122,7 @@ def parse_simulation(text):
 def parse_control(text):
     """Stanzas of RFC 822 control data (`apt-cache show`, `dpkg-query -s`) as dicts, continuation lines joined."""
     stanzas, current, key = [], {}, None
-    for line in (text or "").splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         if not line.strip():
             if current:
                 stanzas.append(current)
@@ -157,8 +167,8 @@ def provided_driver_version(stanza):
     """The driver version a package provides libcuda.so.1 at ("libcuda.so.1 (= 535.274.02)"), or None."""
     for group in parse_relations(stanza.get("Provides", "")):
         for rel in group:
-            if rel["name"] == "libcuda.so.1" and rel["op"] == "=":
-                return rel["version"]
+            if rel["name"] == "libcuda.so.1" and rel["op"] == "=" and driver_version(rel["version"] or ""):
+                return driver_version(rel["version"])
     return None
 
 
@@ -175,13 +185,16 @@ def driver_library_minimum(stanzas):
                 for rel in group:
                     if rel["name"] not in DRIVER_LIBRARIES or rel["op"] not in (">=", ">>", "="):
                         continue
-                    if found is None or gpu_catalog.driver_version_key(rel["version"]) > gpu_catalog.driver_version_key(
-                        found["version"]
-                    ):
+                    # "libcuda1 (>= 550.54.15-1)": the driver version is the upstream part.
+                    version = driver_version(rel["version"] or "")
+                    if version is None:
+                        continue
+                    key = gpu_catalog.driver_version_key(version)
+                    if found is None or key > gpu_catalog.driver_version_key(found["version"]):
                         relation = " | ".join(
                             a["name"] + (f" ({a['op']} {a['version']})" if a["op"] else "") for a in group
                         )
-                        found = {"version": rel["version"], "package": stanza.get("Package"), "relation": relation}
+                        found = {"version": version, "package": stanza.get("Package"), "relation": relation}
     return found
 
 
@@ -214,6 +227,8 @@ def rpm_driver_requirement(packages):
             if not match or not rpm_is_driver({"name": match.group("name")}):
                 continue
             version = rpm.split_evr(match.group("version"))[1]
+            if not _DRIVER_VERSION.fullmatch(version):
+                continue
             key = gpu_catalog.driver_version_key(version)
             if found is None or key > gpu_catalog.driver_version_key(found["version"]):
                 found = {"version": version, "package": package["name"], "relation": text}
@@ -239,7 +254,7 @@ def parse_alternatives(text):
     """`update-alternatives --query NAME` as {link, status, value, choices: {path: priority}}."""
     result = {"link": None, "status": None, "value": None, "choices": {}}
     current = None
-    for line in (text or "").splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         key, _sep, value = line.partition(": ")
         value = value.strip()
         if key == "Link":
@@ -252,13 +267,14 @@ def parse_alternatives(text):
             current = value
             result["choices"][current] = None
         elif key == "Priority" and current is not None:
-            result["choices"][current] = int(value)
+            # An unreadable priority is unknown (None), as one not printed yet.
+            result["choices"][current] = parsing.to_int(value)
     return result
 
 
 _DISPLAY_MODE = re.compile(r"^(?P<name>\S+) - (?:(?P<debian>auto|manual) mode|status is (?P<rhel>auto|manual)\.)$")
 _POINTS_TO = "link currently points to "
-_DISPLAY_CHOICE = re.compile(r"^(?P<path>/\S*) - (?:family \S+ )?priority (?P<priority>-?\d+)$")
+_DISPLAY_CHOICE = re.compile(r"^(?P<path>/\S*) - (?:family \S+ )?priority (?P<priority>-?\d+)$", re.ASCII)
 
 
 def parse_alternatives_display(text):
@@ -271,7 +287,7 @@ def parse_alternatives_display(text):
     """
     result = {"link": None, "status": None, "value": None, "choices": {}}
     name = None
-    for line in (text or "").splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         mode = _DISPLAY_MODE.match(line)
         choice = _DISPLAY_CHOICE.match(line)
         detail = line.strip()
@@ -279,7 +295,7 @@ def parse_alternatives_display(text):
             name = mode.group("name")
             result["status"] = mode.group("debian") or mode.group("rhel")
         elif choice:
-            result["choices"][choice.group("path")] = int(choice.group("priority"))
+            result["choices"][choice.group("path")] = parsing.to_int(choice.group("priority"))
         elif detail.startswith(_POINTS_TO):
             result["value"] = detail[len(_POINTS_TO) :]
         elif name and detail.startswith(f"link {name} is "):
@@ -290,7 +306,7 @@ def parse_alternatives_display(text):
 def parse_ldd(text):
     """{library: resolved path or None} from ldd output (None: "not found")."""
     libs = {}
-    for line in (text or "").splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         match = _LDD.match(line)
         if match:
             libs[match.group("lib")] = None if match.group("path") == "not found" else match.group("path")
@@ -299,7 +315,7 @@ def parse_ldd(text):
 
 def parse_needed(text):
     """The NEEDED shared libraries of `readelf -d` output, in order."""
-    return _NEEDED.findall(text or "")
+    return _NEEDED.findall(parsing.bounded(text)[0])
 
 
 def input_problems(source, versions, default, driver_branch):

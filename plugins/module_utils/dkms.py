@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
+
 DKMS_TREE = "/var/lib/dkms"
 # Where DKMS installs the modules it builds, under /lib/modules/<kernel>. dkms 3 picks the directory by distribution
 # (its override_dest_module_location: updates/dkms on Debian and Ubuntu, extra on Fedora and RHEL, as seen on the
@@ -39,10 +41,10 @@ _STATUS = re.compile(
 _MAKE_LOG_HEADER = re.compile(
     r"^DKMS\b.*\bmake\.log for (?P<what>\S+) for kernel (?P<kernel>\S+)(?: \((?P<arch>[^)]+)\))?"
 )
-_EXIT_CODE = re.compile(r"^# exit code: (?P<code>-?\d+)\s*$")
+_EXIT_CODE = re.compile(r"^# exit code: (?P<code>-?[0-9]{1,9})\s*$")
 # dkms before 3.0.11 writes no exit code: the top-level make's last error line says it ("make: *** [...] Error 2";
 # a sub-make's is "make[1]: ***").
-_MAKE_ERROR = re.compile(r"^make: \*\*\* .* Error (?P<code>\d+)\s*$")
+_MAKE_ERROR = re.compile(r"^make: \*\*\* .* Error (?P<code>[0-9]{1,9})\s*$")
 # gcc quotes names with ' under the C locale, with U+2018/U+2019 under a UTF-8 one.
 _IN_FUNCTION = re.compile(r": In function ['\u2018][^'\u2019]*['\u2019]:\s*$")
 # What a compiler or linker prints for a failure that does not say ": error: " (modpost, make itself).
@@ -58,7 +60,7 @@ _LINE_LIMIT = 300
 def parse_dkms_status(text):
     """Records {module, version, kernel, arch, state, note} from `dkms status`; kernel and arch null for "added"."""
     records = []
-    for line in (text or "").splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         match = _STATUS.match(line.strip())
         if match is None:
             continue
@@ -111,7 +113,7 @@ def parse_make_log(text, build_dir=None, limit=8, context=2):
     its last lines that look like errors instead. summary: the errors on one line for a message, each error's lines
     joined by " | " with their runs of spaces collapsed and the caret line left out, errors joined by " || ".
     """
-    lines = (text or "").splitlines()
+    lines = parsing.bounded(text)[0].splitlines()
     kernel = arch = None
     if lines:
         header = _MAKE_LOG_HEADER.match(lines[0])
@@ -171,7 +173,7 @@ def parse_make_log(text, build_dir=None, limit=8, context=2):
 
 def parse_nvrm_version(text):
     """{version, flavor} from /proc/driver/nvidia/version (flavor open or proprietary); None when not a driver's."""
-    for line in (text or "").splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         match = _NVRM.match(line.strip())
         if match:
             return {"version": match.group("version"), "flavor": "open" if match.group("open") else "proprietary"}
@@ -180,5 +182,5 @@ def parse_nvrm_version(text):
 
 def loaded_nvidia_modules(proc_modules):
     """Names of the loaded NVIDIA kernel modules (nvidia, nvidia_uvm, ...) from /proc/modules."""
-    names = [line.split()[0] for line in (proc_modules or "").splitlines() if line.strip()]
+    names = [line.split()[0] for line in parsing.bounded(proc_modules)[0].splitlines() if line.strip()]
     return sorted(n for n in names if n == "nvidia" or n.startswith("nvidia_"))

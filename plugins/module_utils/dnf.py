@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import C_LOCALE
 
 # (name, directories searched besides PATH). RHEL 8's platform-python first: there python3, where installed, may be
@@ -21,6 +22,10 @@ DNF_PYTHONS = (("platform-python", ["/usr/libexec"]), ("python3", []))
 
 # Exit codes of RESOLVE_SCRIPT besides 0 (resolved, or dnf's own refusal in "error").
 NO_DNF = 3
+# The script's result line starts with this: dnf and its plugins print to stdout too (a subscription-manager notice,
+# "Updating Subscription Management repositories.", a plugin's deprecation warning), before and after it.
+RESULT_PREFIX = "gpuops-dnf-resolution: "
+_PACKAGE_KEYS = {"name": str, "version": str, "arch": str, "sourcerpm": str, "provides": list, "requires": list}
 
 # sys.argv[1]: JSON {"specs": the package specs as `dnf install` takes them (name, name-version,
 # name-epoch:version-release), "install_weak_deps": whether weak dependencies (Recommends) come along}.
@@ -70,7 +75,7 @@ except dnf.exceptions.Error as error:
     result["error"] = str(error)
 finally:
     base.close()
-print(json.dumps(result))
+print("gpuops-dnf-resolution: " + json.dumps(result))
 """
 
 
@@ -94,10 +99,38 @@ def resolve(module, specs, install_weak_deps=False):
             continue
         if rc != 0:
             module.fail_json(msg=f"dnf's resolver ({python}) failed with return code {rc}: {(err or out)[-1500:]}")
-        return json.loads(out.strip().splitlines()[-1])
+        try:
+            return parse_resolution(out)
+        except parsing.ParseError as exc:
+            module.fail_json(msg=f"dnf's resolver ({python}) printed no result: {exc}", stdout=out, stderr=err)
     tried = ", ".join(name for name, _where in DNF_PYTHONS)
     module.fail_json(msg=f"no Python with dnf's bindings on this host (tried {tried}): is dnf installed?")
     return None
+
+
+def parse_resolution(out):
+    """The resolution RESOLVE_SCRIPT printed, checked for its shape; ParseError when it printed none."""
+    lines = [line for line in parsing.clean(out or "").splitlines() if line.startswith(RESULT_PREFIX)]
+    if not lines:
+        raise parsing.ParseError(f"no line starts with {RESULT_PREFIX.strip()!r}; output {parsing.excerpt(out)}")
+    try:
+        result = json.loads(lines[-1][len(RESULT_PREFIX) :])
+    except (ValueError, RecursionError) as exc:
+        raise parsing.ParseError(f"its result line is not JSON ({exc}): {parsing.excerpt(lines[-1])}") from None
+    if not (
+        isinstance(result, dict)
+        and isinstance(result.get("error"), (str, type(None)))
+        and isinstance(result.get("install"), list)
+        and isinstance(result.get("remove"), list)
+        and all(_is_package(p) for p in result["install"])
+        and all(isinstance(p, dict) and isinstance(p.get("name"), str) for p in result["remove"])
+    ):
+        raise parsing.ParseError(f"its result has not the resolver's shape: {parsing.excerpt(lines[-1])}")
+    return result
+
+
+def _is_package(entry):
+    return isinstance(entry, dict) and all(isinstance(entry.get(k), t) for k, t in _PACKAGE_KEYS.items())
 
 
 def nothing():

@@ -453,7 +453,7 @@ def cuda_min_driver(version, compatibility="toolkit"):
 def driver_version_key(version):
     """Sortable key for an NVIDIA driver version ("550.54.15" -> (550, 54, 15)); ValueError if it is not one."""
     text = str(version).strip()
-    if not re.fullmatch(r"\d+(?:\.\d+)*", text):
+    if not re.fullmatch(r"[0-9]{1,9}(?:\.[0-9]{1,9})*", text):
         raise ValueError(f"{version!r} is not an NVIDIA driver version such as 550.54.15")
     return tuple(int(part) for part in text.split("."))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
 from ansible_collections.gpuops.bringup.plugins.module_utils.rooted import RootedReader
 
 # Port states as the kernel's sysfs (4: ACTIVE) and ibstat (Active, Initializing) spell them.
@@ -66,7 +67,7 @@ def _named(text, names):
     """'4: ACTIVE' or 'Active' -> the name's entry in names; an unknown name is kept, snake-cased; empty -> None."""
     if text is None:
         return None
-    name = text.strip().partition(":")[2] if re.match(r"^\s*\d+\s*:", text) else text
+    name = text.strip().partition(":")[2] if re.match(r"^\s*\d+\s*:", text, re.ASCII) else text
     name = name.strip()
     if not name:
         return None
@@ -87,7 +88,7 @@ def parse_rate(text):
     """Gb/s as a float from sysfs ('400 Gb/sec (4X NDR)', '2.5 Gb/sec (1X SDR)') or ibstat ('400'); else None."""
     if text is None:
         return None
-    match = re.match(r"^\s*(\d+(?:\.\d+)?)(?:\s*Gb/sec\b.*)?\s*$", text.strip(), re.DOTALL)
+    match = re.match(r"^\s*(\d{1,9}(?:\.\d{1,9})?)(?:\s*Gb/sec\b.*)?\s*$", text.strip(), re.DOTALL | re.ASCII)
     return float(match.group(1)) if match else None
 
 
@@ -112,10 +113,11 @@ def normalize_guid(text):
 
 
 def _int(text):
-    try:
-        return int(text.strip(), 0)
-    except (AttributeError, ValueError):
+    """'1', '0x1a' (sysfs lids) -> int; anything else, Unicode digits and endless ones included -> None."""
+    if not isinstance(text, str):
         return None
+    value = text.strip()
+    return parsing.to_int(value, 16) if value[:2].lower() == "0x" else parsing.to_int(value)
 
 
 def _text(value):
@@ -127,7 +129,7 @@ def _text(value):
 
 def _sort_key(name):
     """mlx5_2 before mlx5_10: split digits so names sort as people read them."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    return [int(part) if parsing.is_digits(part) else part for part in re.split(r"([0-9]{1,20})", name)]
 
 
 def empty_port(number):
@@ -190,8 +192,10 @@ def read_sysfs(reader):
 
 
 CA_LINE = re.compile(r"^\s*CA\s+'([^']+)'\s*$")
-PORT_LINE = re.compile(r"^\s*Port\s+(\d+):\s*$")
-FIELD_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*?):\s*(.*?)\s*$")
+PORT_LINE = re.compile(r"^\s*Port\s+([0-9]{1,6}):\s*$")
+# "Key: value": the key's trailing blanks and the value's are stripped in Python; a lazy key and value before \s*$
+# were quadratic on a line of blanks.
+FIELD_LINE = re.compile(r"\s*([A-Za-z][A-Za-z ]*):(.*)")
 DEVICE_KEYS = {
     "CA type": ("ca_type", _text),
     "Firmware version": ("fw_version", _text),
@@ -217,9 +221,9 @@ def parse_ibstat(text):
     """
     devices, messages = [], []
     device = port = None
-    for line in (text or "").splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         if re.match(r"^\s*ib(panic|warn|error):", line):
-            messages.append(line.strip())
+            messages.append(line.strip()[:1000])
             continue
         match = CA_LINE.match(line)
         if match:
@@ -238,7 +242,7 @@ def parse_ibstat(text):
         match = FIELD_LINE.match(line)
         if not match:
             continue
-        key, value = match.groups()
+        key, value = match.group(1).rstrip(), match.group(2).strip()
         if port is not None and key in PORT_KEYS:
             field, parse = PORT_KEYS[key]
             port[field] = parse(value)

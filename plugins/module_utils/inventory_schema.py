@@ -18,6 +18,8 @@ LINK_LAYERS = ("InfiniBand", "Ethernet")
 PORT_RATES = (0, 10, 20, 25, 40, 50, 56, 100, 200, 400, 800)
 _PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _RACK_GROUP = re.compile(r"^rack_[a-z0-9_]+$")
+# What SSH can connect to: a host name, an IPv4 address, or an IPv6 address (in brackets or not).
+_HOST = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})|\[?[0-9A-Fa-f:.]{2,45}(%[A-Za-z0-9_.-]{1,15})?\]?")
 
 
 def _is_int(value):
@@ -100,6 +102,22 @@ def check_hardware(where, hardware):
     return problems
 
 
+def _endpoint(where, address, port, problems):
+    """(ansible_host, ansible_port) when both are usable (None for unset), else None with the problem recorded."""
+    if address is not None and not (isinstance(address, str) and _HOST.fullmatch(address)):
+        problems.append(
+            f"{where}: ansible_host is {address!r}, not a host name or address; give one name or address as a "
+            "string, e.g. ansible_host: 10.0.0.11"
+        )
+        return None
+    if isinstance(port, str) and port.isascii() and port.isdigit():
+        port = int(port)
+    if port is not None and not (_is_int(port) and 1 <= port <= 65535):
+        problems.append(f"{where}: ansible_port is {port!r}, not a port; give a number from 1 to 65535, e.g. 22")
+        return None
+    return address, port
+
+
 def check_inventory(hosts, profile_groups=()):
     """Problems in the whole inventory.
 
@@ -140,8 +158,9 @@ def check_inventory(hosts, profile_groups=()):
                 "assign hardware profiles through group membership, not host variables"
             )
         profiles.setdefault(profile, []).append(host)
-        endpoint = (data.get("ansible_host") or host, data.get("ansible_port") or 22)
-        endpoints.setdefault(endpoint, []).append(host)
+        endpoint = _endpoint(where, data.get("ansible_host"), data.get("ansible_port"), problems)
+        if endpoint:
+            endpoints.setdefault((endpoint[0] or host, endpoint[1] or 22), []).append(host)
 
     known = set(profiles) | set(profile_groups)
     for host in sorted(hosts):

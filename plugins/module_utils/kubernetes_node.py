@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
+
 TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
 CA_HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 PACKAGE_VERSION = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)-[0-9]+(\.[0-9]+)?$")
@@ -67,12 +69,33 @@ def package_minor(version):
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+STRINGS = (
+    "k8s_node_kubernetes_version", "k8s_node_repo_url", "k8s_node_join_token", "k8s_node_control_plane_host",
+    "k8s_node_ca_cert_hash", "k8s_node_api_endpoint", "k8s_node_control_plane_version", "k8s_node_label_prefix",
+)  # fmt: skip
+
+
 def input_problems(v):
     """Problems with the role's variables (a mapping of them), each naming the variable, the value and the fix."""
     problems = []
+    v = dict(v)
+    mistyped = set()
+    for name in STRINGS:
+        value = v.get(name)
+        if isinstance(value, str):
+            continue
+        mistyped.add(name)
+        v[name] = ""
+        if name == "k8s_node_join_token":
+            problems.append(f"{name} is not a string (the value is not shown). Fix: the token as a quoted string")
+        else:
+            # YAML reads 1.31 unquoted as a number (and 1.30 as 1.3): versions must be quoted.
+            problems.append(
+                f'{name} is {value!r}, a {type(value).__name__}, not a string. Fix: quote it, e.g. {name}: "{value}"'
+            )
     version = v["k8s_node_kubernetes_version"]
     minor = package_minor(version)
-    if minor is None:
+    if minor is None and "k8s_node_kubernetes_version" not in mistyped:
         problems.append(
             f'k8s_node_kubernetes_version is "{version}", not an exact package version of the Kubernetes project\'s '
             "repository. Fix: the full Debian version, revision included, e.g. "
@@ -188,7 +211,7 @@ def join_command(text):
     """{endpoint, token, ca_cert_hash, problem} from `kubeadm token create --print-join-command`'s output, which
     names the endpoint after --token (kubeadm 1.9, the first with the flag) or before the flags (later kubeadm).
     problem is None, or why the output cannot be used, without the output itself: it holds the token."""
-    line = next((ln for ln in (text or "").splitlines() if ln.strip().startswith("kubeadm join ")), "")
+    line = next((ln for ln in parsing.bounded(text)[0].splitlines() if ln.strip().startswith("kubeadm join ")), "")
     words = line.split()[2:]
     found = {"endpoint": None, "token": None, "ca_cert_hash": None, "problem": None}
     flags = {"--token": "token", "--discovery-token-ca-cert-hash": "ca_cert_hash"}

@@ -13,14 +13,18 @@ N/A without validation), the newest header ("# nccl-tests version ...",
 
 from __future__ import annotations
 
-import math
 import re
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import C_LOCALE, ToolRunner
 
-LABEL_PREFIX = re.compile(r"^\s*(?:\d+:(?: |$)|\[\d+,\d+\]<\w+>:)")
-PARAMS_LINE = re.compile(r"^#?\s*nThread\s+\d+\s+nGpus\s+\d+")
-PARAM_NUMBERS = re.compile(r"\b(nThread|nGpus|minBytes|maxBytes)\s+(\d+)")
+# re.ASCII everywhere: \d is 0-9 (int() refuses '²', which Unicode \d and str.isdigit() accept). Numbers are read
+# through parsing.to_int and to_float, which refuse more digits than any counter has, inf and nan. No pattern
+# puts two unbounded runs that can match the same characters next to each other (a lazy group before \s*$ is
+# quadratic on a long run of spaces): such tails are (.*) and stripped in Python.
+LABEL_PREFIX = re.compile(r"^\s*(?:\d+:(?: |$)|\[\d+,\d+\]<\w+>:)", re.ASCII)
+PARAMS_LINE = re.compile(r"^#?\s*nThread\s+\d+\s+nGpus\s+\d+", re.ASCII)
+PARAM_NUMBERS = re.compile(r"\b(nThread|nGpus|minBytes|maxBytes)\s+(\d+)", re.ASCII)
 PARAM_FIELDS = re.compile(r"\b(warmup iters|agg iters|iters|validation|graph|unalign|step):\s*(\S+)")
 PARAM_NAMES = {
     "nThread": "nthread",
@@ -35,28 +39,34 @@ PARAM_NAMES = {
     "unalign": "unalign",
     "step": "step",
 }
-TESTS_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+).*?nccl-headers=(\d+)\s+nccl-library=(\d+)")
-COLLECTIVE = re.compile(r"^#\s*Collective test (starting|concluded):\s*(\S+)")
+TESTS_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+).*?nccl-headers=(\d+)\s+nccl-library=(\d+)", re.ASCII)
+COLLECTIVE = re.compile(r"^#\s*Collective test (starting|concluded):\s*(\S+)", re.ASCII)
 DEVICE_LINE = re.compile(
-    r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$"
+    r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\](.*)$", re.ASCII
 )
-OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)")
-AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
-NCCL_VERSION = re.compile(r"\bNCCL version\s+(\d+\.\d+\.\d+)(?:\+cuda(\d+(?:\.\d+)*))?")
-NCCL_WARN = re.compile(r"\bNCCL WARN\s+(.*?)\s*$")
-TEST_FAILURE = re.compile(r"Test (NCCL|CUDA) failure\s+(\S+)\s+'(.*)")
-NET_USING = re.compile(r"\bNET/(\w+)\s*:\s*Using\s+(.*)$")
-USING_NETWORK = re.compile(r"\bUsing network\s+(\S+)")
-HCA_GDR = re.compile(r"\bGPU Direct RDMA (Enabled|Disabled) for HCA\s+\d+\s+'?([^'\s]+)")
-CHANNEL_VIA = re.compile(r"\bChannel\s+\d+(?:/\d+)?\s*:.*?\bvia\s+(.+?)\s*(?:\bcomm\s+0x[0-9a-f]+.*)?$")
-RINGS_GDR = re.compile(r"\bConnected all rings.*\bGDR\s+([01])\b")
+OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)", re.ASCII)
+AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)", re.ASCII)
+NCCL_VERSION = re.compile(r"\bNCCL version\s+(\d{1,4}\.\d{1,4}\.\d{1,4})(?:\+cuda(\d{1,4}(?:\.\d{1,4})*))?", re.ASCII)
+NCCL_WARN = re.compile(r"\bNCCL WARN\s+(.*)$", re.ASCII)
+TEST_FAILURE = re.compile(r"Test (NCCL|CUDA) failure\s+(\S+)\s+'(.*)", re.ASCII)
+NET_USING = re.compile(r"\bNET/(\w+)\s*:\s*Using\s+(.*)$", re.ASCII)
+USING_NETWORK = re.compile(r"\bUsing network\s+(\S+)", re.ASCII)
+HCA_GDR = re.compile(r"\bGPU Direct RDMA (Enabled|Disabled) for HCA\s+\d+\s+'?([^'\s]+)", re.ASCII)
+# "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA comm 0x55d..": the path after the first "via", up to a
+# "comm 0x..." note. Three patterns and plain slicing: one pattern for it all was cubic on white space.
+CHANNEL = re.compile(r"\bChannel\s+\d+(?:/\d+)?\s*:", re.ASCII)
+VIA = re.compile(r"\bvia\s+", re.ASCII)
+COMM_NOTE = re.compile(r"\bcomm\s+0x[0-9a-f]+", re.ASCII)
+RINGS = "Connected all rings"
+GDR_FLAG = re.compile(r"\bGDR\s+([01])\b", re.ASCII)
 MPI_FAILURE = re.compile(
     r"(mpirun detected that one or more processes exited with non-zero status"
-    r"|mpirun noticed that process rank \d+ .* exited on signal"
-    r"|Primary job\s+terminated normally, but \d+ process(?:es)? returned)"
+    r"|Primary job\s+terminated normally, but \d+ process(?:es)? returned)",
+    re.ASCII,
 )
-MPI_EXIT_CODE = re.compile(r"^\s*Exit code:\s*(\d+)")
-SRUN_ERROR = re.compile(r"^srun: error:\s*(.*)$")
+MPI_SIGNAL = re.compile(r"mpirun noticed that process rank \d+ ", re.ASCII)
+MPI_EXIT_CODE = re.compile(r"^\s*Exit code:\s*(\d+)", re.ASCII)
+SRUN_ERROR = re.compile(r"^srun: error:\s*(.*)$", re.ASCII)
 KEY_COLUMNS = ("size", "count", "type", "redop", "root")
 
 
@@ -69,18 +79,17 @@ class AnyReturnCode:
 
 def version_from_code(code):
     """NCCL_VERSION_CODE -> 'major.minor.patch' (22902 -> 2.29.2; codes before 2.9 were major*1000+minor*100)."""
-    code = int(code)
+    code = parsing.to_int(code)
+    if code is None:
+        return None
     if code >= 10000:
         return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
     return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
 def _number(token):
-    try:
-        value = float(token)
-    except ValueError:
-        return None
-    return None if math.isnan(value) else value
+    """A cell as a float; None for N/A and for what is no measurement: inf (printed for a time of 0), nan, 1e400."""
+    return parsing.to_float(token)
 
 
 def _count(token):
@@ -125,18 +134,17 @@ def _side(tokens, check):
 
 def _row(tokens, columns):
     keys, check = columns
-    if len(tokens) != len(keys) + 8 or not tokens[0].isdigit():
+    if len(tokens) != len(keys) + 8 or not {"size", "count", "type"} <= set(keys):
         return None
     values = dict(zip(keys, tokens))
-    try:
-        row = {
-            "size": int(values["size"]),
-            "count": int(values["count"]),
-            "type": values["type"],
-            "redop": values.get("redop"),
-            "root": int(values["root"]) if "root" in values else None,
-        }
-    except ValueError:
+    row = {
+        "size": parsing.to_int(values["size"]),
+        "count": parsing.to_int(values["count"]),
+        "type": values["type"],
+        "redop": values.get("redop"),
+        "root": parsing.to_int(values["root"]) if "root" in values else None,
+    }
+    if row["size"] is None or row["count"] is None or row["size"] < 0 or ("root" in values and row["root"] is None):
         return None
     n = len(keys)
     row["out_of_place"] = _side(tokens[n : n + 4], check)
@@ -198,7 +206,7 @@ def parse(text):
     failures, hca_gdr, ring_gdr = [], {}, []
     mpi_failed, mpi_exit, library_code = False, None, None
     seen_header = seen_summary = False
-    for raw in (text or "").splitlines():
+    for raw in parsing.bounded(text)[0].splitlines():
         line = LABEL_PREFIX.sub("", raw.rstrip("\r"), count=1)
         stripped = line.strip()
         tokens = stripped.split()
@@ -209,9 +217,10 @@ def parse(text):
             if PARAMS_LINE.match(stripped):
                 seen_header = True
                 for key, value in PARAM_NUMBERS.findall(stripped):
-                    result["params"][PARAM_NAMES[key]] = int(value)
+                    result["params"][PARAM_NAMES[key]] = parsing.to_int(value)
                 for key, value in PARAM_FIELDS.findall(stripped):
-                    result["params"][PARAM_NAMES[key]] = int(value) if value.isdigit() else value
+                    number = parsing.to_int(value) if parsing.is_digits(value) else None
+                    result["params"][PARAM_NAMES[key]] = value if number is None else number
                 continue
             match = TESTS_VERSION.match(stripped)
             if match:
@@ -226,13 +235,13 @@ def parse(text):
             match = DEVICE_LINE.match(stripped)
             if match:
                 rank, pid, host, device, bus_id, name = match.groups()
-                device_entry = {"rank": int(rank), "pid": int(pid), "host": host, "device": int(device)}
-                device_entry.update(bus_id=bus_id, name=name)
+                device_entry = {"rank": parsing.to_int(rank), "pid": parsing.to_int(pid), "host": host}
+                device_entry.update(device=parsing.to_int(device), bus_id=bus_id, name=name.strip())
                 result["devices"].append(device_entry)
                 continue
             match = OUT_OF_BOUNDS.match(stripped)
             if match:
-                result["out_of_bounds"] = int(match.group(1))
+                result["out_of_bounds"] = parsing.to_int(match.group(1))
                 result["out_of_bounds_ok"] = match.group(2) == "OK"
                 continue
             match = AVG_BUSBW.match(stripped)
@@ -245,8 +254,9 @@ def parse(text):
                 columns = found
             continue
 
-        if tokens[0].isdigit():
-            row = _row(tokens, columns or _guess_columns(tokens) or ([], "#wrong"))
+        if parsing.is_digits(tokens[0]):
+            found = columns or _guess_columns(tokens)
+            row = _row(tokens, found) if found else None
             if row:
                 result["results"].append(row)
                 continue
@@ -256,12 +266,12 @@ def parse(text):
             result["nccl_version"], result["cuda_version"] = match.group(1), match.group(2)
         match = NCCL_WARN.search(line)
         if match:
-            _unique_append(result["warnings"], match.group(1))
+            _unique_append(result["warnings"], match.group(1).strip()[:1000])
         match = TEST_FAILURE.search(line)
         if match:
             kind, where, message = match.groups()
             message = message.rstrip().rstrip("'").rstrip().rstrip("/").strip()
-            _unique_append(failures, f"Test {kind} failure at {where}: {message}")
+            _unique_append(failures, f"Test {kind} failure at {where[:200]}: {message[:1000]}")
         match = NET_USING.search(line)
         if match:
             transport["network"] = transport["network"] or match.group(1)
@@ -273,25 +283,30 @@ def parse(text):
         match = HCA_GDR.search(line)
         if match:
             hca_gdr[match.group(2)] = match.group(1) == "Enabled"
-        match = CHANNEL_VIA.search(line)
-        if match:
-            path = match.group(1).split("/")
+        via = _channel_path(line)
+        if via:
+            path = via.split("/")
             kind = "/".join(path[:2]).split()[0]
             transport["channels"][kind] = transport["channels"].get(kind, 0) + 1
             if path[0] == "NET":
                 transport["net_channels"] += 1
                 transport["gdr_channels"] += "GDRDMA" in path
-        match = RINGS_GDR.search(line)
-        if match:
-            ring_gdr.append(match.group(1) == "1")
+        rings = line.find(RINGS)
+        if rings >= 0:
+            flags = GDR_FLAG.findall(line, rings)
+            if flags:
+                ring_gdr.append(flags[-1] == "1")
         if MPI_FAILURE.search(line):
             mpi_failed = True
+        else:
+            match = MPI_SIGNAL.search(line)
+            mpi_failed = mpi_failed or bool(match and "exited on signal" in line[match.end() :])
         match = MPI_EXIT_CODE.match(line)
         if match:
-            mpi_exit = int(match.group(1))
+            mpi_exit = parsing.to_int(match.group(1))
         match = SRUN_ERROR.match(stripped)
         if match:
-            _unique_append(failures, f"srun: {match.group(1)}")
+            _unique_append(failures, f"srun: {match.group(1)[:1000]}")
 
     if result["nccl_version"] is None and library_code:
         result["nccl_version"] = version_from_code(library_code)
@@ -299,6 +314,17 @@ def parse(text):
     _metrics(result)
     result["errors"] = _errors(result, failures, mpi_failed, mpi_exit, seen_header, seen_summary, text)
     return result
+
+
+def _channel_path(line):
+    """The transport path of a "Channel NN : ... via PATH [comm 0x...]" line, or None."""
+    channel = CHANNEL.search(line)
+    via = VIA.search(line, channel.end()) if channel else None
+    if via is None:
+        return None
+    path = line[via.end() :]
+    note = COMM_NOTE.search(path, 1)
+    return (path[: note.start()] if note else path).strip() or None
 
 
 def _transport_verdict(transport, hca_gdr, ring_gdr):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import gpu_catalog
+from ansible_collections.gpuops.bringup.plugins.module_utils import gpu_catalog, parsing
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 
 QUERY_ARGS = ("-q", "-x")
@@ -35,17 +35,19 @@ NODE_FAILURES = (
 # its environment. Idle, application clocks, the power cap and sync boost are normal operation.
 SLOWDOWN_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 
-_DOCTYPE = re.compile(r"<!DOCTYPE[^>\[]*(\[.*?\]\s*)?>", re.DOTALL)
-_LINK_TYPE = re.compile(r"^(X|SYS|SOC|NODE|PHB|PXB|PIX|PSB|NV\d+|N/A)$")
+_LINK_TYPE = re.compile(r"(X|SYS|SOC|NODE|PHB|PXB|PIX|PSB|NV[0-9]{1,4}|N/A)")
 # Older drivers head NIC columns with the device name (mlx5_0, mlx5_bond_0) instead of NICn.
-_DEVICE_COLUMN = re.compile(r"^(GPU\d+|NIC\d+|[A-Za-z]+\d*_[A-Za-z0-9_]+)$")
-_NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
-_NVLINK_GPU = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
-_NVLINK_LINK = re.compile(r"^\s*Link (\d+): (.*?)\s*$")
-_NUMBER = re.compile(r"^-?\d+(\.\d+)?")
+_DEVICE_COLUMN = re.compile(r"(GPU[0-9]{1,4}|NIC[0-9]{1,4}|[A-Za-z]+[0-9]*_[A-Za-z0-9_]+)")
+_NIC_LEGEND = re.compile(r"\s*(NIC[0-9]{1,4})\s*:\s*(\S+)\s*")
+# Each is matched from a line's start and ends in (.*): the rest is stripped in Python, so no two greedy runs meet
+# over white space (a lazy group before \s*$ is quadratic on a long run of spaces).
+_NVLINK_GPU = re.compile(r"GPU ([0-9]{1,6}): (.*)")
+_NVLINK_LINK = re.compile(r"\s*Link ([0-9]{1,6}): (.*)")
+_UUID_NOTE = " (UUID: "
+_NUMBER = re.compile(rf"-?[0-9]{{1,{parsing.MAX_DIGITS}}}(?:\.[0-9]{{1,{parsing.MAX_DIGITS}}})?(?![0-9])")
 
 
-class NvidiaSmiParseError(ValueError):
+class NvidiaSmiParseError(parsing.ParseError):
     """The text is not what the nvidia-smi command prints; the message says what is wrong."""
 
 
@@ -92,7 +94,7 @@ def classify_failure(rc, stdout, stderr):
     for marker, code in NODE_FAILURES:
         if marker in lowered:
             message = next((line.strip() for line in text.splitlines() if marker in line.lower()), marker)
-            return {"code": code, "rc": rc, "message": message}
+            return {"code": code, "rc": rc, "message": parsing.clean(message[:500])}
     return None
 
 
@@ -120,13 +122,15 @@ def _first(elem, *paths):
 
 
 def _number(value, kind=int):
-    """'81920 MiB' -> 81920, '500.00 W' -> 500.0, '16x' -> 16, 'N/A' or None -> None."""
+    """'81920 MiB' -> 81920, '500.00 W' -> 500.0, '16x' -> 16; 'N/A', None, a number of more digits than any
+    counter has -> None."""
     if value is None:
         return None
     match = _NUMBER.match(value)
     if match is None:
         return None
-    return kind(float(match.group(0))) if kind is int else kind(match.group(0))
+    number = float(match.group(0))
+    return int(number) if kind is int else number
 
 
 def _int(elem, *paths):
@@ -308,6 +312,22 @@ def _device(index, gpu):
     }
 
 
+def _without_doctype(text):
+    """text without its first DOCTYPE declaration (an internal subset in [...] included), found by plain string
+    search: a regular expression for it backtracks over every later "]" when the declaration is left open."""
+    start = text.find("<!DOCTYPE")
+    if start < 0:
+        return text
+    end = text.find(">", start)
+    subset = text.find("[", start, end if end >= 0 else len(text))
+    if subset >= 0:
+        close = text.find("]", subset)
+        end = text.find(">", close) if close >= 0 else -1
+    if end < 0:
+        raise NvidiaSmiParseError("nvidia-smi -q -x output has a DOCTYPE declaration that never ends")
+    return text[:start] + text[end + 1 :]
+
+
 def parse_query_xml(text):
     """Parse nvidia-smi -q -x into {driver_version, cuda_version, attached_gpus, devices: [...]}.
 
@@ -317,14 +337,17 @@ def parse_query_xml(text):
     """
     if text is None or not text.strip():
         raise NvidiaSmiParseError("nvidia-smi -q -x printed nothing")
+    text, cut = parsing.bounded(text)
+    if cut:
+        raise NvidiaSmiParseError(f"nvidia-smi -q -x printed more than {parsing.MAX_TEXT} characters; no driver does")
     if "<!ENTITY" in text:
         raise NvidiaSmiParseError("nvidia-smi -q -x output declares XML entities; refusing to expand them")
     try:
-        root = ET.fromstring(_DOCTYPE.sub("", text, count=1).strip())
+        root = ET.fromstring(_without_doctype(text).strip())
     except ET.ParseError as exc:
         raise NvidiaSmiParseError(f"nvidia-smi -q -x output is not well-formed XML ({exc})") from None
     if root.tag != "nvidia_smi_log":
-        raise NvidiaSmiParseError(f"nvidia-smi -q -x output has root element <{root.tag}>, not <nvidia_smi_log>")
+        raise NvidiaSmiParseError(f"nvidia-smi -q -x output has root element <{root.tag[:60]}>, not <nvidia_smi_log>")
     devices = [_device(index, gpu) for index, gpu in enumerate(root.findall("gpu"))]
     return {
         "driver_version": _text(root, "driver_version"),
@@ -342,9 +365,11 @@ def _split_header(line):
     """Device columns, then the named columns (CPU Affinity, NUMA Affinity, GPU NUMA ID) present."""
     tokens = line.split()
     devices = []
-    while tokens and _DEVICE_COLUMN.match(tokens[0]):
-        devices.append(tokens.pop(0))
-    rest = " ".join(tokens)
+    for token in tokens:
+        if not _DEVICE_COLUMN.fullmatch(token):
+            break
+        devices.append(token)
+    rest = " ".join(tokens[len(devices) :])
     named = [name for name in ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID") if name in rest]
     return devices, named
 
@@ -359,7 +384,7 @@ def parse_topology(text):
     """
     if text is None or not text.strip():
         raise NvidiaSmiParseError("nvidia-smi topo -m printed nothing")
-    lines = text.splitlines()
+    lines = parsing.bounded(text)[0].splitlines()
     # The header is the first line starting with GPU0 whose next cell is not the "X" of GPU0's own row.
     header_at = next(
         (i for i, line in enumerate(lines) if line.split()[:1] == ["GPU0"] and line.split()[1:2] != ["X"]), None
@@ -369,18 +394,20 @@ def parse_topology(text):
     columns, named = _split_header(lines[header_at])
     legend = {}
     for line in lines[header_at + 1 :]:
-        match = _NIC_LEGEND.match(line)
+        match = _NIC_LEGEND.fullmatch(line)
         if match:
             legend[match.group(1)] = match.group(2)
     rows = {}
     extra = {}
     for line in lines[header_at + 1 :]:
         tokens = line.split()
-        if not tokens or not (tokens[0] in columns or _DEVICE_COLUMN.match(tokens[0])):
+        if not tokens or not (tokens[0] in columns or _DEVICE_COLUMN.fullmatch(tokens[0])):
             continue
         links = tokens[1 : 1 + len(columns)]
-        if len(links) < len(columns) or not all(_LINK_TYPE.match(t) for t in links):
-            raise NvidiaSmiParseError(f"nvidia-smi topo -m row for {tokens[0]} does not match its header: {line!r}")
+        if len(links) < len(columns) or not all(_LINK_TYPE.fullmatch(t) for t in links):
+            raise NvidiaSmiParseError(
+                f"nvidia-smi topo -m row for {tokens[0][:40]} does not match its header: {parsing.excerpt(line)}"
+            )
         rows[tokens[0]] = dict(zip(columns, links))
         extra[tokens[0]] = dict(zip(named, tokens[1 + len(columns) :]))
     gpus = [c for c in columns if c.startswith("GPU")]
@@ -426,20 +453,18 @@ def parse_nvlink_status(text):
         raise NvidiaSmiParseError("nvidia-smi nvlink -s printed nothing")
     gpus = []
     current = None
-    for line in text.splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         match = _NVLINK_GPU.match(line.strip())
         if match:
-            current = {
-                "index": int(match.group(1)),
-                "name": match.group(2).strip(),
-                "uuid": match.group(3),
-                "links": [],
-            }
+            name, uuid = match.group(2).rstrip(), None
+            if name.endswith(")") and _UUID_NOTE in name:
+                name, _sep, uuid = name[:-1].rpartition(_UUID_NOTE)
+            current = {"index": int(match.group(1)), "name": name.strip(), "uuid": uuid, "links": []}
             gpus.append(current)
             continue
         match = _NVLINK_LINK.match(line)
         if match and current is not None:
-            state = match.group(2)
+            state = match.group(2).strip()
             speed = None if "inactive" in state.lower() else _number(state, float)
             current["links"].append({"link": int(match.group(1)), "speed_gbps": speed, "active": bool(speed)})
     for gpu in gpus:
@@ -608,6 +633,16 @@ def findings(query, failure=None, nvlink=None, expected_count=None, expected_mod
     if failure is not None:
         found.append(_finding("error", "node", failure["code"], failure["message"]))
     devices = (query or {}).get("devices", [])
+    attached = (query or {}).get("attached_gpus")
+    if attached is not None and attached > len(devices):
+        found.append(
+            _finding(
+                "error",
+                "node",
+                "gpus_not_listed",
+                f"nvidia-smi says {attached} GPUs are attached but describes {len(devices)}",
+            )
+        )
     if expected_count is not None and len(devices) < expected_count:
         found.append(
             _finding(

@@ -15,22 +15,34 @@ import binascii
 import hashlib
 import re
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
+
 PUBLIC_KEY_TAG = 6
-_ARMOR = re.compile(
-    rb"-----BEGIN PGP PUBLIC KEY BLOCK-----\r?\n(?P<body>.*?)-----END PGP PUBLIC KEY BLOCK-----", re.DOTALL
-)
+BEGIN = b"-----BEGIN PGP PUBLIC KEY BLOCK-----"
+END = b"-----END PGP PUBLIC KEY BLOCK-----"
+# A key file is kilobytes (NVIDIA's: 1.7 KB; Debian's archive keyring: 100 KB).
+MAX_KEY_FILE = 4 * 1024 * 1024
 
 
-class KeyFileError(ValueError):
+class KeyFileError(parsing.ParseError):
     """Not an OpenPGP public key file; the message says why."""
 
 
 def dearmor(data):
-    """The binary key of an ASCII-armored key file (its armor headers and CRC line dropped); binary data as is."""
-    match = _ARMOR.search(data)
-    if match is None:
+    """The binary key of an ASCII-armored key file (its armor headers and CRC line dropped); binary data as is.
+
+    The armor is found by plain search: a regular expression from BEGIN to END scanned to the end of the file
+    from every BEGIN, quadratic in a file repeating BEGIN."""
+    if len(data) > MAX_KEY_FILE:
+        raise KeyFileError(f"the key file is {len(data)} bytes, more than any key file ({MAX_KEY_FILE})")
+    begin = data.find(BEGIN)
+    if begin < 0:
         return data
-    lines = [line.strip() for line in match.group("body").splitlines()]
+    newline = data.find(b"\n", begin + len(BEGIN))
+    end = data.find(END, begin + len(BEGIN))
+    if newline < 0 or end < 0 or data[begin + len(BEGIN) : newline].strip(b"\r"):
+        raise KeyFileError("the armored key has no body between its BEGIN and END lines")
+    lines = [line.strip() for line in data[newline + 1 : end].splitlines()]
     # Armor headers ("Version: ...", "Comment: ...") end at the first blank line; the "=" line is the CRC.
     if b"" in lines:
         lines = lines[lines.index(b"") + 1 :]
@@ -48,6 +60,9 @@ def packets(data):
         header = data[offset]
         if not header & 0x80:
             raise KeyFileError(f"byte {offset} is no OpenPGP packet header")
+        # The longest header is 6 bytes; one cut short is a truncated file, not an IndexError.
+        if len(data) - offset < 2 or (header & 0x40 and data[offset + 1] >= 192 and len(data) - offset < 6):
+            raise KeyFileError("the key file is truncated")
         if header & 0x40:
             tag = header & 0x3F
             first = data[offset + 1]
@@ -65,6 +80,8 @@ def packets(data):
             size = {0: 1, 1: 2, 2: 4}.get(header & 0x03)
             if size is None:
                 raise KeyFileError(f"packet at byte {offset} has an indeterminate length")
+            if len(data) - offset < 1 + size:
+                raise KeyFileError("the key file is truncated")
             length = int.from_bytes(data[offset + 1 : offset + 1 + size], "big")
             offset += 1 + size
         body = data[offset : offset + length]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import gpu_catalog
+from ansible_collections.gpuops.bringup.plugins.module_utils import gpu_catalog, parsing
 
 LSPCI_ARGS = ("-Dnn",)
 SYSFS_DEVICES = "bus/pci/devices"
@@ -52,17 +52,18 @@ VENDOR_NAMES = {NVIDIA: "NVIDIA Corporation", MELLANOX: "Mellanox Technologies"}
 OPEN_MODULE_VALUES = (gpu_catalog.REQUIRED, gpu_catalog.SUPPORTED, gpu_catalog.UNSUPPORTED)
 
 _HEX = "[0-9a-fA-F]"
+# Address, then the class up to the first colon; the class's bracketed number and the [vendor:device] pair are found
+# in Python (one pattern for the whole line was quadratic on blanks, and its id match exponential on notes).
 _LINE = re.compile(
-    r"^(?P<address>(?:(?P<domain>" + _HEX + r"{4,}):)?(?P<bus>" + _HEX + r"{2}):(?P<slot>" + _HEX + r"{2})"
-    r"\.(?P<function>[0-7]))\s+(?P<class_name>[^\[\]:]+?)(?:\s+\[(?P<class>" + _HEX + r"{4})\])?:\s*(?P<rest>.*)$"
+    r"(?P<address>(?:(?P<domain>" + _HEX + r"{4,8}):)?(?P<bus>" + _HEX + r"{2}):(?P<slot>" + _HEX + r"{2})"
+    r"\.(?P<function>[0-7]))\s+(?P<head>[^:]*):(?P<rest>.*)"
 )
-# The last [vendor:device] pair of the line, then only parenthesised notes such as "(rev a1)" or "(prog-if 00 ...)".
-_IDS = re.compile(
-    r"^(?P<description>.*?)\s*\[(?P<vendor>" + _HEX + r"{4}):(?P<device>" + _HEX + r"{4})\](?:\s*\(.*\))*\s*$"
-)
+_CLASS = re.compile(r"\s\[(?P<class>" + _HEX + r"{4})\]$")
+_ID_PAIR = re.compile(r"\[(?P<vendor>" + _HEX + r"{4}):(?P<device>" + _HEX + r"{4})\]")
+_NOT_BLANK = re.compile(r"\S")
 
 
-class PciParseError(ValueError):
+class PciParseError(parsing.ParseError):
     """The text is not what lspci -Dnn prints; the message says what is wrong."""
 
 
@@ -76,9 +77,15 @@ def parse_lspci_nn(text):
     lines (lspci -v details) are skipped. Text with lines but no device line
     raises PciParseError: it is not lspci -nn output (plain lspci prints no ids).
     """
+    return read_lspci_nn(text)["devices"]
+
+
+def read_lspci_nn(text):
+    """{"devices": parse_lspci_nn's records, "unread": the device lines it could not read} - lspci output cut short
+    ends in such a line, and a GPU on it would be missing without a word."""
     devices = []
     others = []
-    for line in (text or "").splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         if not line.strip() or line[0].isspace():
             continue
         device = _parse_line(line)
@@ -89,30 +96,61 @@ def parse_lspci_nn(text):
     if others and not devices:
         raise PciParseError(
             f"lspci printed {len(others)} line(s) without a device address, class and [vendor:device] ids "
-            f"(is it lspci -nn output?); first: {others[0].strip()[:200]!r}"
+            f"(is it lspci -nn output?); first: {parsing.excerpt(others[0].strip(), 200)}"
         )
-    return sorted(devices, key=_address_key)
+    return {"devices": sorted(devices, key=_address_key), "unread": others}
+
+
+def unread_finding(unread):
+    """The warning for lines of lspci output that held no device record, or None."""
+    if not unread:
+        return None
+    return {
+        "severity": "warning",
+        "code": "lspci_lines_unread",
+        "message": (
+            f"lspci printed {len(unread)} line(s) this module could not read as a device (output cut short?); "
+            f"a device on them is missing from these facts: {parsing.excerpt(unread[-1].strip())}"
+        ),
+    }
+
+
+def _ids(rest):
+    """(description, vendor, device) of what follows the class: the first [vendor:device] pair after which only
+    parenthesised notes ("(rev a1)", "(prog-if 00 [VGA controller])") follow; None without one."""
+    trimmed = rest.rstrip()
+    for pair in _ID_PAIR.finditer(trimmed):
+        if pair.end() < len(trimmed):
+            after = _NOT_BLANK.search(trimmed, pair.end())
+            if trimmed[after.start()] != "(" or not trimmed.endswith(")"):
+                continue
+        return trimmed[: pair.start()], pair.group("vendor"), pair.group("device")
+    return None
 
 
 def _parse_line(line):
-    match = _LINE.match(line.rstrip())
+    match = _LINE.fullmatch(line.rstrip())
     if match is None:
         return None
-    ids = _IDS.match(match.group("rest"))
+    ids = _ids(match.group("rest"))
     if ids is None:
         return None
-    class_id = (
-        int(match.group("class"), 16) if match.group("class") else CLASS_NAMES.get(_lower(match.group("class_name")))
-    )
-    vendor = int(ids.group("vendor"), 16)
-    description = " ".join(ids.group("description").split()) or None
+    head = match.group("head")
+    number = _CLASS.search(head)
+    class_name = head[: number.start()] if number else head
+    if "[" in class_name or "]" in class_name or not class_name.strip():
+        return None
+    class_id = int(number.group("class"), 16) if number else CLASS_NAMES.get(_lower(class_name))
+    description_text, vendor_hex, device_hex = ids
+    vendor = int(vendor_hex, 16)
+    description = " ".join(description_text.split()) or None
     return {
         "address": _address(
             match.group("domain") or "0000", match.group("bus"), match.group("slot"), match.group("function")
         ),
         "class_id": class_id,
         "vendor_id": vendor,
-        "device_id": int(ids.group("device"), 16),
+        "device_id": int(device_hex, 16),
         "description": description,
         "name": device_name(description, vendor),
     }
@@ -233,10 +271,7 @@ def _id(value):
 def _hex(text):
     if text is None:
         return None
-    try:
-        return int(text.strip(), 16)
-    except ValueError:
-        return None
+    return parsing.to_int(text, 16)
 
 
 def _lower(text):
@@ -248,7 +283,7 @@ def _address(domain, bus, slot, function):
 
 
 def _normal_address(name):
-    match = re.match(r"^(" + _HEX + r"{4,}):(" + _HEX + r"{2}):(" + _HEX + r"{2})\.([0-7])$", name)
+    match = re.fullmatch(r"(" + _HEX + r"{4,8}):(" + _HEX + r"{2}):(" + _HEX + r"{2})\.([0-7])", name)
     return _address(*match.groups()) if match else None
 
 

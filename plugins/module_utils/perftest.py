@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import re
 
-_HEADER = re.compile(r"^\s*#bytes\s+#iterations\s+BW peak\[Gb/sec\]\s+BW average\[Gb/sec\]", re.MULTILINE)
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
-_FIELD = re.compile(r"\b(Device|Link type|GID index)\s*:\s*(\S+)")
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
+
+# Blanks, not \s, inside a line: with MULTILINE, a leading \s* ran over every following empty line at each line start.
+_HEADER = re.compile(
+    r"^[ \t]*#bytes[ \t]+#iterations[ \t]+BW peak\[Gb/sec\][ \t]+BW average\[Gb/sec\]", re.MULTILINE | re.ASCII
+)
+_ROW = re.compile(r"\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*", re.ASCII)
+_FIELD = re.compile(r"\b(Device|Link type|GID index)\s*:\s*(\S+)", re.ASCII)
 
 
 def write_bw_argv(device, duration, size, port, gid_index=None, use_cuda=None, server=None):
@@ -36,22 +41,27 @@ def supports_cuda(help_text):
 def parse_write_bw(stdout, stderr=""):
     """{"rows": [{"bytes", "iterations", "peak_gbps", "average_gbps", "msg_rate_mpps"}], "average_gbps" (of the
     largest message size), "device", "link_type", "gid_index", "messages" (what stderr said, stripped)}."""
-    fields = dict(_FIELD.findall(stdout or ""))
+    stdout = parsing.bounded(stdout)[0]
+    stderr = parsing.bounded(stderr)[0]
+    fields = dict(_FIELD.findall(stdout))
     rows = []
-    header = _HEADER.search(stdout or "")
+    header = _HEADER.search(stdout)
     if header:
         for line in stdout[header.end() :].splitlines()[1:]:
-            match = _ROW.match(line)
+            match = _ROW.fullmatch(line)
             if not match:
                 break
-            size, iterations, peak, average, rate = match.groups()
+            size, iterations = (parsing.to_int(v) for v in match.groups()[:2])
+            peak, average, rate = (parsing.to_float(v) for v in match.groups()[2:])
+            if None in (size, iterations, peak, average, rate):
+                break
             rows.append(
                 {
-                    "bytes": int(size),
-                    "iterations": int(iterations),
-                    "peak_gbps": float(peak),
-                    "average_gbps": float(average),
-                    "msg_rate_mpps": float(rate),
+                    "bytes": size,
+                    "iterations": iterations,
+                    "peak_gbps": peak,
+                    "average_gbps": average,
+                    "msg_rate_mpps": rate,
                 }
             )
     largest = max(rows, key=lambda r: r["bytes"]) if rows else None
@@ -60,6 +70,6 @@ def parse_write_bw(stdout, stderr=""):
         "average_gbps": largest["average_gbps"] if largest else None,
         "device": fields.get("Device"),
         "link_type": fields.get("Link type"),
-        "gid_index": int(fields["GID index"]) if fields.get("GID index", "").isdigit() else None,
-        "messages": [line.strip() for line in (stderr or "").splitlines() if line.strip()],
+        "gid_index": parsing.to_int(fields["GID index"]) if parsing.is_digits(fields.get("GID index")) else None,
+        "messages": [line.strip()[:1000] for line in stderr.splitlines() if line.strip()][:50],
     }

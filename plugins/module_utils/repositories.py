@@ -10,58 +10,111 @@ from urllib.parse import urlsplit
 from ansible_collections.gpuops.bringup.plugins.module_utils import openpgp
 
 HEADER = "# Managed by gpuops.bringup: edit the inventory, not this file.\n"
-_MIRROR_URL = re.compile(r"^(https?|file)://[^\s?#]+$")
+# What a URL written into a deb822 URIs field, a .repo baseurl or a key download may hold: RFC 3986's unreserved,
+# reserved and percent characters, without the quote characters, blanks and controls that would end the field or
+# start another (a newline in URIs: adds "Trusted: yes" to the stanza).
+_URL = re.compile(r"(https?|file)://[A-Za-z0-9._~:/?#\[\]@!$&()*+,;=%-]+")
+# A repository's name becomes a file name and a .repo section header.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+# deb822 fields (Debian's sources.list(5)): suites may be paths (a flat repository's "./" or "/", "noble-updates"),
+# components are names or paths ("non-free-firmware", "updates/main"), architectures dpkg's names.
+_SUITE = re.compile(r"[A-Za-z0-9._+/~-]{1,100}")
+_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,99}")
+_ARCHITECTURE = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
+# A description becomes a deb822 comment or a .repo name= value: one printable line.
+_DESCRIPTION = re.compile(r"[^\x00-\x1f\x7f]{0,200}")
+KEYS = (
+    "name", "state", "uris", "suites", "components", "architectures", "description",
+    "key_url", "key_sha256", "key_fingerprint", "key_content", "mirror_url", "validate_certs", "manager",
+)  # fmt: skip
+
+
+def url_problem(url, what="URL"):
+    """Why url cannot be written into a source file or fetched, or None: an absolute http(s) or file URL of
+    RFC 3986's characters, with a host for http(s) and an absolute path and no host for file."""
+    if not isinstance(url, str):
+        return f"it must be a string URL, not {type(url).__name__}"
+    if not _URL.fullmatch(url):
+        return "it must be an http://, https:// or file:// URL with no spaces, quotes, newlines or control characters"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - urlsplit checks the port only when it is read
+    except ValueError as exc:
+        return f"it is not a valid URL ({exc})"
+    if parts.scheme in ("http", "https") and not parts.hostname:
+        return "it names no host"
+    if parts.scheme == "file" and (parts.netloc or not parts.path.startswith("/")):
+        # file://srv/mirror names host "srv" and path /mirror: the usual typo for file:///srv/mirror.
+        return f"a file:// {what} needs an absolute path and no host, e.g. file:///srv/mirror"
+    return None
 
 
 def mirror_url_problem(mirror):
     """Why a mirror base URL is unusable, or None when it is fine."""
     if not isinstance(mirror, str):
         return f"it must be a string URL, not {type(mirror).__name__}"
-    if not _MIRROR_URL.match(mirror):
+    if "?" in mirror or "#" in mirror or not _URL.fullmatch(mirror):
         return "it must be an http://, https:// or file:// URL with no spaces, query or fragment"
-    parts = urlsplit(mirror)
-    if parts.scheme in ("http", "https") and not parts.hostname:
-        return "it names no host"
-    if parts.scheme == "file" and (parts.netloc or not parts.path.startswith("/")):
-        # file://srv/mirror names host "srv" and path /mirror: the usual typo for file:///srv/mirror.
-        return "a file:// mirror needs an absolute path and no host, e.g. file:///srv/mirror"
-    return None
+    return url_problem(mirror, "mirror")
 
 
 def mirrored(url, mirror):
     """Where an upstream URL lives on the offline mirror: <mirror>/<upstream host>/<upstream path>.
 
-    This is the layout apt-mirror and wget --mirror produce, so operators can
-    fill the mirror with standard tools. An empty mirror leaves the URL as is.
+    This is the layout apt-mirror and wget --mirror produce, so operators can fill the mirror with standard tools.
+    An empty mirror leaves the URL as is, and so does a mirror for a file:// URL (a file on the node has no upstream
+    host to mirror). ValueError for what is no absolute URL (preflight's url_problem says so first).
     """
     if not mirror:
         return url
+    problem = url_problem(url)
+    if problem:
+        raise ValueError(f"{url!r} is not an absolute URL: {problem}")
     parts = urlsplit(url)
-    if not parts.scheme or not parts.netloc:
-        raise ValueError(f"{url!r} is not an absolute URL")
+    if parts.scheme == "file":
+        return url
     return f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}"
 
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
-_ABSOLUTE = re.compile(r"^(https?|file)://\S+$")
+def _list_problem(field, value, pattern, example):
+    """Why a list field of strings is wrong, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and pattern.fullmatch(v) for v in value):
+        return f"{field} {value!r} must be a list of {example}"
+    return None
 
 
 def repository_problems(repo, kind):
     """Problems with one repository definition (package_repository's options), as sentences with the fix.
 
-    kind is the package manager, apt or dnf: apt also needs suites and,
-    unless the repository is flat, components.
+    kind is the package manager, apt or dnf: apt also needs suites and, unless the repository is flat, components.
+    Every value written into the source file is checked for its grammar first.
     """
     if not isinstance(repo, dict):
         return [f"{repo!r} is not a mapping; give name, uris and a signing key"]
-    name = repo.get("name")
     problems = []
-    if not isinstance(name, str) or not NAME.match(name):
+    unknown = sorted(str(k) for k in repo if k not in KEYS)
+    if unknown:
+        problems.append(f"has unknown key(s) {', '.join(unknown)}; the keys are {', '.join(KEYS[:11])}")
+    name = repo.get("name")
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         problems.append(f"name {name!r} must be letters, digits, '.', '_' or '-' (it names the source and key files)")
     uris = repo.get("uris")
-    if not uris or isinstance(uris, str) or not all(isinstance(u, str) and _ABSOLUTE.match(u) for u in uris):
+    if not uris or not isinstance(uris, list) or any(url_problem(u) for u in uris):
         problems.append(f"uris {uris!r} must be a list of absolute http(s) or file URLs")
+    description = repo.get("description")
+    if description is not None and not (isinstance(description, str) and _DESCRIPTION.fullmatch(description)):
+        problems.append(f"description {description!r} must be one line of text (up to 200 characters, no newline)")
+    for field, pattern, example in (
+        ("suites", _SUITE, "suite names such as stable or ./"),
+        ("components", _COMPONENT, "component names such as main or non-free-firmware"),
+        ("architectures", _ARCHITECTURE, "architectures such as amd64"),
+    ):
+        problem = _list_problem(field, repo.get(field), pattern, example)
+        if problem:
+            problems.append(problem)
     key_url, key_sha256, key_content = repo.get("key_url"), repo.get("key_sha256"), repo.get("key_content")
     key_fingerprint = repo.get("key_fingerprint")
     if key_url and key_content:
@@ -71,27 +124,31 @@ def repository_problems(repo, kind):
             "has no signing key: give key_url with key_fingerprint or key_sha256, or key_content; "
             "a repository is never trusted without its key"
         )
-    elif not (isinstance(key_content, str) or (isinstance(key_url, str) and _ABSOLUTE.match(key_url))):
+    elif key_content is not None and not isinstance(key_content, str):
+        problems.append(f"key_content must be the armored key as a string, not {type(key_content).__name__}")
+    elif key_url and url_problem(key_url):
         problems.append(f"key_url {key_url!r} must be an absolute http(s) or file URL")
     elif key_url and not key_sha256 and not key_fingerprint:
         problems.append(
             f"key_url {key_url} needs its pin: key_fingerprint (as the vendor publishes it) or key_sha256 "
             f"(sha256sum of the file)"
         )
-    elif key_sha256 and not (isinstance(key_sha256, str) and _SHA256.match(key_sha256)):
+    elif key_sha256 and not (isinstance(key_sha256, str) and _SHA256.fullmatch(key_sha256)):
         problems.append(
             f"key_sha256 {key_sha256!r} is not a SHA-256 hex digest; "
             f"compute it with sha256sum on the key from {key_url}"
         )
-    elif key_fingerprint and not openpgp.FINGERPRINT.match(openpgp.normalize(key_fingerprint)):
+    elif key_fingerprint and not (
+        isinstance(key_fingerprint, str) and openpgp.FINGERPRINT.fullmatch(openpgp.normalize(key_fingerprint))
+    ):
         problems.append(
             f"key_fingerprint {key_fingerprint!r} is not an OpenPGP fingerprint (40 hex digits, or 64 for a v6 key); "
             f"gpg --show-keys on the key from {key_url} prints it"
         )
-    if kind == "apt":
+    if kind == "apt" and not any(p.startswith(("suites ", "components ")) for p in problems):
         suites = repo.get("suites") or []
         components = repo.get("components") or []
-        flat = len(suites) == 1 and isinstance(suites[0], str) and suites[0].endswith("/")
+        flat = len(suites) == 1 and suites[0].endswith("/")
         if not suites:
             problems.append("suites is required for apt, e.g. [stable], or [/] for a flat repository")
         elif flat and components:

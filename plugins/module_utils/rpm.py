@@ -4,8 +4,9 @@
 
 from __future__ import annotations
 
-import functools
 import re
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
 
 # dnf repoquery's --qf: one line per package version (dnf ends each with a newline itself). %{evr} leaves out an
 # epoch of 0, as dnf names versions everywhere else ("12.4.1-1", "3:550.163.01-1.el9").
@@ -44,19 +45,49 @@ def _vercmp(a, b):
         if x.isdigit() != y.isdigit():
             return 1 if x.isdigit() else -1
         if x.isdigit():
-            x, y = int(x), int(y)
+            # As numbers, without int(): a run of thousands of digits is no number int() takes.
+            x, y = _digits(x), _digits(y)
         if x != y:
             return -1 if x < y else 1
     return 0
 
 
+def _digits(run):
+    """A run of ASCII digits as a key that orders as its number: (length without leading zeros, the digits)."""
+    significant = run.lstrip("0")
+    return (len(significant), significant)
+
+
+def _segment_key(text):
+    """_vercmp's order as a sort key: each segment ranked ~ < end < ^ < letters < digits, ended by the end's rank."""
+    key = []
+    for segment in _SEGMENT.findall(text):
+        if segment == "~":
+            key.append((0,))
+        elif segment == "^":
+            key.append((2,))
+        elif segment.isdigit():
+            key.append((4, _digits(segment)))
+        else:
+            key.append((3, segment))
+    key.append((1,))
+    return key
+
+
+def version_key(text):
+    """A sort key in rpm's order of EVRs (sorted(evrs, key=version_key) as compare_versions orders them): sorting a
+    long list with the comparison itself took minutes."""
+    epoch, version, release = split_evr(text)
+    return (epoch, _segment_key(version), _segment_key(release))
+
+
 def split_evr(text):
-    """(epoch, version, release) of "[EPOCH:]VERSION[-RELEASE]"; an absent or "(none)" epoch is 0."""
+    """(epoch, version, release) of "[EPOCH:]VERSION[-RELEASE]"; an absent, "(none)" or unreadable epoch is 0."""
     epoch, sep, rest = str(text).partition(":")
     if not sep:
         epoch, rest = "0", epoch
     version, _sep, release = rest.rpartition("-") if "-" in rest else (rest, "", "")
-    return int(epoch) if epoch.isdigit() else 0, version, release
+    return (parsing.to_int(epoch) if parsing.is_digits(epoch) else None) or 0, version, release
 
 
 def upstream_version(text):
@@ -76,17 +107,17 @@ def compare_versions(a, b):
 
 def newest(versions):
     """The newest of EVRs by rpm's order, or None for none."""
-    return max(versions, key=functools.cmp_to_key(compare_versions), default=None)
+    return max(versions, key=version_key, default=None)
 
 
 def parse_repoquery(text, names):
     """{name: [EVRs, oldest first]} for each of names from `dnf repoquery --qf REPOQUERY_FORMAT` (empty: none)."""
-    wanted = {name: [] for name in names}
-    for line in text.splitlines():
+    wanted = {name: {} for name in names}
+    for line in parsing.bounded(text)[0].splitlines():
         name, sep, evr = line.strip().partition("\t")
-        if sep and name in wanted and evr not in wanted[name]:
-            wanted[name].append(evr)
-    return {name: sorted(evrs, key=functools.cmp_to_key(compare_versions)) for name, evrs in wanted.items()}
+        if sep and name in wanted:
+            wanted[name][evr] = None
+    return {name: sorted(evrs, key=version_key) for name, evrs in wanted.items()}
 
 
 def parse_installed(text):
@@ -97,7 +128,7 @@ def parse_installed(text):
     install-only package (kernel) installed twice, the newest.
     """
     installed = {}
-    for line in text.splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         fields = line.split("\t")
         if len(fields) != 2:
             continue
@@ -112,7 +143,7 @@ def parse_installed(text):
 def parse_versionlock(text):
     """Names locked in dnf's versionlock.list (entries like kernel-core-0:5.14.0-427.el9.*)."""
     names = set()
-    for line in text.splitlines():
+    for line in parsing.bounded(text)[0].splitlines():
         line = line.strip()
         if not line or line.startswith(("#", "!")):
             continue

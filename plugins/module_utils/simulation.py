@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
+
 MARKER = "/etc/gpuops/simulated-hardware.json"
 
 
@@ -25,7 +27,7 @@ def simulated(read=None):
 
         def read(path):
             try:
-                with open(path, encoding="utf-8") as handle:
+                with open(path, encoding="utf-8", errors="replace") as handle:
                     return handle.read()
             except OSError:
                 return None
@@ -34,7 +36,7 @@ def simulated(read=None):
     if text is None:
         return False
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = json.loads(parsing.clean(text))
+    except (ValueError, RecursionError):
         return {"profile": "unknown", "captures": []}
     return data if isinstance(data, dict) else {"profile": "unknown", "captures": []}

@@ -35,29 +35,38 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import xid_catalog
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing, xid_catalog
 
+# re.ASCII throughout: \d is 0-9 only (Unicode digits such as '٣' are no timestamp), \s ASCII white space only.
+# Counted repeats ({1,20}) bound the numbers a line can make the parser convert.
 _LEVEL = r"(?:[a-z]+\s*:\s*[a-z]+\s*: )?"  # dmesg -x: "kern  :warn  : "
 _PREFIXES = (
-    ("kmsg", re.compile(r"(?P<prio>\d+),(?P<seq>\d+),(?P<usec>\d+),[^;]*;")),
-    ("dmesg", re.compile(_LEVEL + r"(?:<\d+>)?\[\s*(?P<uptime>\d+\.\d+)\]\s?")),
-    ("dmesg_ctime", re.compile(_LEVEL + r"\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?")),
-    ("dmesg_iso", re.compile(_LEVEL + r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:?\d\d) ")),
+    ("kmsg", re.compile(r"(?P<prio>\d{1,20}),(?P<seq>\d{1,20}),(?P<usec>\d{1,20}),[^;]*;", re.ASCII)),
+    ("dmesg", re.compile(_LEVEL + r"(?:<\d{1,4}>)?\[\s*(?P<uptime>\d{1,20}\.\d{1,9})\]\s?", re.ASCII)),
+    (
+        "dmesg_ctime",
+        re.compile(_LEVEL + r"\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?", re.ASCII),
+    ),
+    ("dmesg_iso", re.compile(_LEVEL + r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{1,9}[+-]\d\d:?\d\d) ", re.ASCII)),
     (
         "journal_iso",
-        re.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:?\d\d|Z)) (?:\S+ )?kernel: "),
+        re.compile(
+            r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[+-]\d\d:?\d\d|Z)) (?:\S+ )?kernel: ", re.ASCII
+        ),
     ),
-    ("journal", re.compile(r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?:\S+ )?kernel: ")),
+    ("journal", re.compile(r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?) (?:\S+ )?kernel: ", re.ASCII)),
 )
 # A syslog or journal line may carry the kernel's own timestamp after "kernel: ".
-_EMBEDDED_UPTIME = re.compile(r"\[\s*(\d+\.\d+)\]\s?")
-_XID = re.compile(r"NVRM: Xid \(([^)]*)\): (\d+)(?:,\s*|\s*$)")
+_EMBEDDED_UPTIME = re.compile(r"\[\s*(\d{1,20}\.\d{1,9})\]\s?", re.ASCII)
+# The device in the parentheses is short (PCI:0000:3b:00); an unbounded [^)]* made every "NVRM: Xid (" of a long
+# line scan to its end (quadratic on a line repeating it).
+_XID = re.compile(r"NVRM: Xid \(([^)]{0,64})\): (\d{1,6})(?:,\s*|\s*$)", re.ASCII)
 _PID = re.compile(r"pid=('?)([^,']*)\1(?:,\s*|$)")
 _NAME = re.compile(r"name=([^,]*)(?:,\s*|$)")
-_BDF = re.compile(r"\b(?:PCI:)?([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?\b")
+_BDF = re.compile(r"\b(?:PCI:)?([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?\b", re.ASCII)
 _GSP_TIMEOUT = re.compile(
     r"Timeout waiting for RPC from GSP|_kgspRpcRecvPoll|_kgspLogRpcTimeout|_kgspIsHeartbeatTimedOut"
-    r"|waiting for RPC response from GPU\d* GSP|GSP RPC timeout",
+    r"|waiting for RPC response from GPU[0-9]{0,4} GSP|GSP RPC timeout",
     re.IGNORECASE,
 )
 _FALLEN = "fallen off the bus"
@@ -133,7 +142,7 @@ def _xid_event(code, bus, rest):
     pid = process = None
     match = _PID.match(rest)
     if match is not None:
-        pid = int(match.group(2)) if match.group(2).isdigit() else None
+        pid = int(match.group(2)) if parsing.is_digits(match.group(2)) and len(match.group(2)) <= 20 else None
         rest = rest[match.end() :]
     match = _NAME.match(rest)
     if match is not None:
@@ -181,7 +190,7 @@ def _continuation(line):
 
 def parse_events(text):
     """Every GPU error event in the kernel log text, in log order (see the module docstring for the fields)."""
-    return _parse(text.splitlines())
+    return _parse(parsing.bounded(text)[0].splitlines())
 
 
 def _parse(all_lines):
@@ -266,7 +275,15 @@ def summarise(events):
 
 
 def scan(text):
-    """Events, their summary and the line count of a kernel log."""
+    """Events, their summary, the line count of a kernel log, and skipped_chars: how much of the log's beginning was
+    left unread (a log longer than parsing.MAX_TEXT is read from its end, where the current boot is)."""
+    text = parsing.clean(text or "")
+    length = len(text)
+    if length > parsing.MAX_TEXT:
+        # From the first whole line of the last MAX_TEXT characters.
+        start = text.find("\n", length - parsing.MAX_TEXT)
+        text = text[start + 1 :] if start >= 0 else ""
+    skipped = length - len(text)
     lines = text.splitlines()
     events = _parse(lines)
-    return {"events": events, "summary": summarise(events), "lines": len(lines)}
+    return {"events": events, "summary": summarise(events), "lines": len(lines), "skipped_chars": skipped}

@@ -135,7 +135,7 @@ def read_runtime(module, runtime, errors):
                 with open(path, encoding="utf-8") as handle:
                     texts.append((path, handle.read()))
         return crio_runtimes(texts)
-    except (ctk.ConfigProblem, ValueError, AttributeError) as exc:
+    except (ctk.ConfigProblem, ValueError, AttributeError, RecursionError) as exc:
         errors.append(f"{runtime}'s configuration does not parse: {exc}")
         return None
 

@@ -49,10 +49,9 @@ before:
   sample: {"stream": "535-dkms", "state": "enabled"}
 """
 
-import configparser
-
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 
 # Where dnf 4 keeps each module's enabled stream and state (libdnf's ModulePersistor).
@@ -61,12 +60,32 @@ MODULES_D = "/etc/dnf/modules.d"
 
 def parse_module_state(text, name):
     """{stream, state} of module name from its modules.d file's text (INI, a section per module); nulls when the
-    file has no section for it. state is dnf's word: enabled, disabled, or empty after a reset."""
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(text)
-    if not parser.has_section(name):
+    file has no section for it. state is dnf's word: enabled, disabled, or empty after a reset.
+
+    Read line by line here: libdnf writes "[name]" and "key=value" lines only, and configparser's option pattern is
+    quadratic on a line of blanks. ParseError for a line that is neither (or a file no libdnf writes).
+    """
+    sections = {}
+    current = None
+    text, cut = parsing.bounded(text, 1024 * 1024)
+    if cut:
+        raise parsing.ParseError("the file is larger than 1 MiB; libdnf writes a few lines per module")
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#;":
+            continue
+        if stripped.startswith("[") and stripped.endswith("]"):
+            current = sections.setdefault(stripped[1:-1].strip(), {})
+        elif current is not None and "=" in stripped:
+            key, _sep, value = stripped.partition("=")
+            current[key.strip().lower()] = value.strip()
+        else:
+            raise parsing.ParseError(
+                f"line {number}, {parsing.excerpt(stripped, 80)}, is neither [section] nor key=value"
+            )
+    section = sections.get(name)
+    if section is None:
         return {"stream": None, "state": None}
-    section = parser[name]
     return {"stream": section.get("stream") or None, "state": section.get("state") or None}
 
 
@@ -80,11 +99,11 @@ def main():
     )
     name, stream = module.params["name"], module.params["stream"]
     try:
-        with open(f"{MODULES_D}/{name}.module", encoding="utf-8") as handle:
+        with open(f"{MODULES_D}/{name}.module", encoding="utf-8", errors="replace") as handle:
             before = parse_module_state(handle.read(), name)
     except FileNotFoundError:
         before = {"stream": None, "state": None}
-    except configparser.Error as error:
+    except parsing.ParseError as error:
         module.fail_json(msg=f"cannot read {MODULES_D}/{name}.module: {error}; repair or remove it")
     if before == {"stream": stream, "state": "enabled"}:
         module.exit_json(changed=False, before=before)

@@ -218,6 +218,7 @@ ansible_facts:
           description: >-
             Health problems, errors first, each C(severity) (error, warning, info), C(device) (the GPU's PCI bus id, or
             C(node)), C(code) and C(message). Codes - C(driver_unreachable), C(driver_library_mismatch), C(no_devices),
+            C(gpus_not_listed) (nvidia-smi counts more attached GPUs than it describes),
             C(gpu_count_low), C(gpu_model_mismatch), C(pcie_link_degraded), C(pcie_gen_below_max), C(remap_pending),
             C(remap_failure),
             C(retired_pages_pending), C(ecc_uncorrectable), C(ecc_disabled), C(ecc_mode_pending), C(mig_mode_pending),

@@ -140,7 +140,11 @@ def fetch_key(module, url):
             url=url,
             status=info.get("status"),
         )
-    return response.read()
+    # A key file is kilobytes; more is an error page or worse, and is not read whole into memory.
+    key = response.read(openpgp.MAX_KEY_FILE + 1)
+    if len(key) > openpgp.MAX_KEY_FILE:
+        module.fail_json(msg=f"the signing key at {url} is larger than {openpgp.MAX_KEY_FILE} bytes: no key file is")
+    return key
 
 
 def key_problem(key, p):
@@ -172,7 +176,7 @@ def validate(module, kind):
     if problem:
         module.fail_json(msg=f"mirror_url {p['mirror_url']!r} is not usable: {problem}")
     if p["state"] == "absent":
-        if not repositories.NAME.match(p["name"]):
+        if not repositories.NAME.fullmatch(p["name"]):
             module.fail_json(msg=f"repository {p['name']!r}: name must be letters, digits, '.', '_' or '-'")
         return
     problems = repositories.repository_problems(p, kind)

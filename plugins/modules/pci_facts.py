@@ -142,6 +142,13 @@ ansible_facts:
           description: C(lspci) when lspci ran, C(sysfs) when it is not installed.
           type: str
           sample: lspci
+        findings:
+          description: >-
+            What may be missing from these facts, each C(severity), C(code) and C(message) - C(lspci_lines_unread)
+            (a warning) when lspci printed device lines the module could not read, as output cut short ends in one.
+          type: list
+          elements: dict
+          sample: []
         simulated:
           description: >-
             False on real hardware; on the collection's simulated-hardware bench, the marker's content
@@ -163,14 +170,16 @@ def gather(module, params, simulated=False):
     if lspci.available:
         rc, out, err = lspci(list(pci.LSPCI_ARGS))
         try:
-            devices = pci.parse_lspci_nn(out)
+            read = pci.read_lspci_nn(out)
         except pci.PciParseError as exc:
             module.fail_json(msg=str(exc), cmd=[lspci.path, *pci.LSPCI_ARGS], rc=rc, stdout=out, stderr=err)
+        devices, unread = read["devices"], pci.unread_finding(read["unread"])
         source = "lspci"
     else:
-        devices = pci.read_sysfs(RootedReader(params["sysfs_root"]))
+        devices, unread = pci.read_sysfs(RootedReader(params["sysfs_root"])), None
         source = "sysfs"
-    return {**pci.inventory(devices), "source": source, "simulated": simulated}
+    findings = [unread] if unread else []
+    return {**pci.inventory(devices), "source": source, "findings": findings, "simulated": simulated}
 
 
 def main():

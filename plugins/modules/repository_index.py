@@ -102,7 +102,6 @@ key_url:
   type: str
 """
 
-import gzip
 import hashlib
 import shutil
 import tempfile
@@ -110,14 +109,18 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import apt, openpgp, repositories, rpm
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, openpgp, parsing, repositories, rpm
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 
 # The id dnf knows the repository by while it reads it.
 DNF_REPO_ID = "gpuops-index"
+# The most a download may be: NVIDIA's CUDA repository's Packages.gz for Debian 12 is about 2 MB (its Packages about
+# 30 MB, within parsing.MAX_DECOMPRESSED), a key file a few KB.
+MAX_INDEX_BYTES = 64 * 1024 * 1024
 
 
-def download(module, url, what):
+def download(module, url, what, limit=None):
+    limit = MAX_INDEX_BYTES if limit is None else limit
     response, info = fetch_url(module, url, timeout=60)
     if response is None or info.get("status") not in (200, None):
         module.fail_json(
@@ -126,15 +129,18 @@ def download(module, url, what):
             url=url,
             status=info.get("status"),
         )
-    return response.read()
+    data = response.read(limit + 1)
+    if len(data) > limit:
+        module.fail_json(msg=f"{what} at {url} is larger than {limit} bytes, more than any repository's", url=url)
+    return data
 
 
 def apt_index(module, url):
     index_url = url + "/Packages.gz"
     data = download(module, index_url, "the repository's package index")
     try:
-        text = gzip.decompress(data).decode("utf-8", errors="replace")
-    except (OSError, EOFError) as exc:
+        text = parsing.decompress(data).decode("utf-8", errors="replace")
+    except parsing.ParseError as exc:
         module.fail_json(msg=f"{index_url} is not a gzip-compressed package index: {exc}", url=index_url)
     return index_url, apt.parse_packages_index(text, module.params["names"])
 
@@ -181,12 +187,16 @@ def main():
     problem = p["mirror_url"] and repositories.mirror_url_problem(p["mirror_url"])
     if problem:
         module.fail_json(msg=f"mirror_url {p['mirror_url']!r} is not usable: {problem}")
+    for option in ("url", "key_url"):
+        problem = p[option] and repositories.url_problem(p[option])
+        if problem:
+            module.fail_json(msg=f"{option} {p[option]!r} is not usable: {problem}")
     url = repositories.mirrored(p["url"].rstrip("/"), p["mirror_url"])
     index_url, packages = (apt_index if p["manager"] == "apt" else dnf_index)(module, url)
     key_url = key_sha256 = key_fingerprints = key_problem = None
     if p["key_url"]:
         key_url = repositories.mirrored(p["key_url"], p["mirror_url"])
-        key = download(module, key_url, "the repository's signing key")
+        key = download(module, key_url, "the repository's signing key", openpgp.MAX_KEY_FILE)
         key_sha256 = hashlib.sha256(key).hexdigest()
         try:
             key_fingerprints = openpgp.primary_fingerprints(key)

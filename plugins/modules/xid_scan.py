@@ -183,6 +183,12 @@ events_truncated:
   description: Whether O(max_events) left events out.
   returned: always
   type: bool
+skipped_chars:
+  description: >-
+    How many characters at the start of the log were not scanned - 0 unless the log is longer than 32 Mi characters,
+    which is read from its end.
+  returned: always
+  type: int
 summary:
   description: Counts over every event found.
   returned: always
@@ -221,11 +227,9 @@ simulated:
   type: raw
 """
 
-import gzip
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import simulation, xid
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing, simulation, xid
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 
 ANY_RC = range(-255, 256)
@@ -242,11 +246,17 @@ def _text(data):
 def read_file(module, path):
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
-        if path.endswith(".gz") or data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except (OSError, EOFError) as exc:
-        module.fail_json(msg=f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", log_file=path)
+            compressed = path.endswith(".gz") or handle.read(2) == b"\x1f\x8b"
+            size = handle.seek(0, 2)
+            # A plain log longer than the scan reads is read from its end (xid.scan keeps the end too).
+            handle.seek(0 if compressed else max(0, size - parsing.MAX_TEXT))
+            data = handle.read(parsing.MAX_DECOMPRESSED + 1)
+        if compressed:
+            data = parsing.decompress(data)
+    except OSError as exc:
+        module.fail_json(msg=f"cannot read {path}: {exc.strerror or exc}", log_file=path)
+    except parsing.ParseError as exc:
+        module.fail_json(msg=f"cannot read {path} as a gzip-compressed kernel log: {exc}", log_file=path)
     return _text(data)
 
 
@@ -339,6 +349,7 @@ def main():
         events=kept,
         events_total=len(events),
         events_truncated=len(kept) < len(events),
+        skipped_chars=result["skipped_chars"],
         summary=result["summary"],
         simulated=simulation.simulated(),
     )

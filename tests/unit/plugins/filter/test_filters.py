@@ -61,7 +61,9 @@ def test_mirrored(url, mirror, mirrored):
 
 
 def test_mirrored_relative_url_is_a_filter_error():
-    with pytest.raises(AnsibleFilterError, match=r"^gpuops.bringup.mirrored: 'debian' is not an absolute URL$"):
+    with pytest.raises(
+        AnsibleFilterError, match=r"^gpuops.bringup.mirrored: 'debian' is not an absolute URL: it must be an http://"
+    ):
         SOURCES["mirrored"]("debian", "http://m")
 
 

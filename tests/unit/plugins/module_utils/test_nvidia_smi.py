@@ -347,7 +347,8 @@ def test_the_doctype_line_is_dropped_not_resolved():
 # (fixture, expected_count, findings as (code, severity, device))
 FINDINGS = [
     ("h100-sxm-x8-565.derived.xml", 8, []),
-    ("a100-sxm4-80gb-mig-535.xml", None, []),
+    # Test data cut to one GPU of four (telegraf's), one captured with -i 0: the others are reported missing.
+    ("a100-sxm4-80gb-mig-535.xml", None, [("gpus_not_listed", "error", "node")]),
     ("v100-pcie-32gb-460.xml", 1, []),
     ("tesla-t4-515.xml", 1, [("pcie_link_degraded", "warning", "00000000:00:1E.0")]),
     (
@@ -358,7 +359,11 @@ FINDINGS = [
             ("pcie_link_degraded", "warning", "00000000:00:1E.0"),
         ],
     ),
-    ("h800-i0-525.derived.xml", 1, [("ecc_disabled", "info", "00000000:18:00.0")]),
+    (
+        "h800-i0-525.derived.xml",
+        1,
+        [("ecc_disabled", "info", "00000000:18:00.0"), ("gpus_not_listed", "error", "node")],
+    ),
     ("h100-sxm-x8-565-gpu3-missing.derived.xml", 8, [("gpu_count_low", "error", "node")]),
     ("h100-sxm-x8-565-gpu3-missing.derived.xml", 7, []),
     (

@@ -73,6 +73,19 @@ def test_mirrored_refuses_a_relative_url():
         repositories.mirrored("debian/dists", "http://m")
 
 
+def test_a_file_url_is_not_mirrored():
+    # A key shipped on the node has no upstream host to mirror (this raised ValueError before).
+    assert repositories.mirrored("file:///usr/share/keyrings/x.gpg", "http://m") == "file:///usr/share/keyrings/x.gpg"
+
+
+@pytest.mark.parametrize("url", ["http://[", "http://[::1", "http://host:99999/x", "http://host:port/x"])
+def test_a_malformed_url_is_a_problem_not_a_crash(url):
+    # urlsplit raises ValueError for these (an unclosed IPv6 bracket, a port out of range).
+    assert repositories.mirror_url_problem(url).startswith("it is not a valid URL")
+    with pytest.raises(ValueError, match="is not an absolute URL: it is not a valid URL"):
+        repositories.mirrored(url, "http://m")
+
+
 APT_REPO = {
     "name": "gpuops-bench",
     "uris": ["http://bench.gpuops.test/apt"],
@@ -95,6 +108,51 @@ APT_REPO = {
             [],
         ),
         (["gpuops-bench"], "apt", ["['gpuops-bench'] is not a mapping; give name, uris and a signing key"]),
+        # Values written into deb822 or .repo files: a newline adds a field ("Trusted: yes") or a section.
+        (
+            {**APT_REPO, "components": ["main\nTrusted: yes"]},
+            "apt",
+            ["components ['main\\nTrusted: yes'] must be a list of component names such as main or non-free-firmware"],
+        ),
+        ({**APT_REPO, "suites": 5}, "apt", ["suites 5 must be a list of suite names such as stable or ./"]),
+        (
+            {**APT_REPO, "suites": ["stable\nAllow-Insecure: yes"]},
+            "apt",
+            ["suites ['stable\\nAllow-Insecure: yes'] must be a list of suite names such as stable or ./"],
+        ),
+        (
+            {**APT_REPO, "architectures": ["amd64 arm64"]},
+            "apt",
+            ["architectures ['amd64 arm64'] must be a list of architectures such as amd64"],
+        ),
+        (
+            {**APT_REPO, "description": "x\n[evil]\ngpgcheck=0"},
+            "dnf",
+            ["description 'x\\n[evil]\\ngpgcheck=0' must be one line of text (up to 200 characters, no newline)"],
+        ),
+        (
+            {**APT_REPO, "uris": ["http://bench.gpuops.test/apt\nTrusted: yes"]},
+            "apt",
+            ["uris ['http://bench.gpuops.test/apt\\nTrusted: yes'] must be a list of absolute http(s) or file URLs"],
+        ),
+        (
+            {**APT_REPO, "uris": ['http://x/"a"']},
+            "apt",
+            ["uris ['http://x/\"a\"'] must be a list of absolute http(s) or file URLs"],
+        ),
+        (
+            {**APT_REPO, "key_content": 5, "key_url": None, "key_sha256": None},
+            "apt",
+            ["key_content must be the armored key as a string, not int"],
+        ),
+        (
+            {**APT_REPO, "signed_by": "/tmp/k"},
+            "apt",
+            [
+                "has unknown key(s) signed_by; the keys are name, state, uris, suites, components, architectures, "
+                "description, key_url, key_sha256, key_fingerprint, key_content"
+            ],
+        ),
         (
             {**APT_REPO, "name": "gpuops bench"},
             "apt",

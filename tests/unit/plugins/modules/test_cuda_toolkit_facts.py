@@ -167,7 +167,11 @@ def test_dnf_a_toolkit_that_would_upgrade_the_driver_is_seen_through_dnf(run_mod
         {
             WHATPROVIDES: LIBCUDA,
             DISPLAY: (0, (ALTERNATIVES_CAPTURES / "debian12-display-manual.stdout").read_text(), ""),
-            resolve_call("cuda-demo-suite-12-6-12.6.68-1"): (0, (DNF / "resolve-driver-upgrade.json").read_text(), ""),
+            resolve_call("cuda-demo-suite-12-6-12.6.68-1"): (
+                0,
+                dnf.RESULT_PREFIX + (DNF / "resolve-driver-upgrade.json").read_text(),
+                "",
+            ),
         },
     )
     result, failed = run_module(cuda_toolkit_facts.main, {"manager": "dnf", "install": [spec]}, table)
@@ -195,7 +199,11 @@ def test_dnf_a_version_no_repository_carries_is_dnf_s_error(run_module, command_
         {
             WHATPROVIDES: LIBCUDA,
             DISPLAY: NO_DISPLAY,
-            resolve_call("cuda-toolkit-12-2-12.2.9-1"): (0, (DNF / "resolve-no-match.json").read_text(), ""),
+            resolve_call("cuda-toolkit-12-2-12.2.9-1"): (
+                0,
+                dnf.RESULT_PREFIX + (DNF / "resolve-no-match.json").read_text(),
+                "",
+            ),
         },
     )
     result, failed = run_module(

@@ -20,7 +20,8 @@ def resolve(*specs, weak=False):
 
 
 def resolved(name):
-    return (0, (DNF / f"resolve-{name}.json").read_text(), "")
+    # The captured JSON, after the line prefix the script prints it with.
+    return (0, dnf.RESULT_PREFIX + (DNF / f"resolve-{name}.json").read_text(), "")
 
 
 def test_installs_what_dnf_resolved_and_reports_it(run_module, command_table):

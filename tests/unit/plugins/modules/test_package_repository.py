@@ -43,8 +43,8 @@ class Response:
     def __init__(self, body):
         self.body = body
 
-    def read(self):
-        return self.body
+    def read(self, size=-1):
+        return self.body if size < 0 else self.body[:size]
 
 
 class Host:

@@ -37,8 +37,9 @@ def test_hgx_h100_node_from_lspci(run_module, command_table, check_mode):
     assert set(result) == {"changed", "ansible_facts"}
     assert result["changed"] is False
     facts = result["ansible_facts"]["pci"]
-    assert set(facts) == {"gpus", "nvswitches", "rdma_nics", "open_modules", "source", "simulated"}
+    assert set(facts) == {"gpus", "nvswitches", "rdma_nics", "open_modules", "source", "findings", "simulated"}
     assert summary(facts) == (8, 4, 12, "supported")
+    assert facts["findings"] == []
     assert (facts["source"], facts["simulated"]) == ("lspci", False)
     assert facts["gpus"][0]["product"] == "NVIDIA H100 80GB HBM3"
     assert table.calls == [(COMMAND, C_LOCALE)]
@@ -61,6 +62,22 @@ def test_nodes_from_lspci(run_module, command_table, name, expected):
     result, failed, _table = run(run_module, command_table, {COMMAND: (0, stdout, "")})
     assert not failed
     assert summary(result["ansible_facts"]["pci"]) == expected
+    assert result["ansible_facts"]["pci"]["findings"] == []
+
+
+def test_output_cut_mid_device_is_a_finding(run_module, command_table):
+    # The L40S node's output cut inside its last GPU's line: three GPUs read, the fourth only a warning.
+    text = fixture("pcie-l40s-x4.derived.txt")
+    last = [line for line in text.splitlines() if "[10de:" in line][-1]
+    cut = text[: text.index(last) + len(last) - 12]
+    result, failed, _table = run(run_module, command_table, {COMMAND: (0, cut, "")})
+    assert not failed
+    facts = result["ansible_facts"]["pci"]
+    assert summary(facts) == (3, 0, 0, "supported")
+    assert [(f["severity"], f["code"]) for f in facts["findings"]] == [("warning", "lspci_lines_unread")]
+    assert facts["findings"][0]["message"].startswith(
+        "lspci printed 1 line(s) this module could not read as a device (output cut short?)"
+    )
 
 
 def test_lspci_failing_fails_the_task_with_its_output(run_module, command_table):
@@ -107,6 +124,7 @@ def test_without_lspci_on_a_real_host_sysfs(run_module, command_table, tmp_path)
         "rdma_nics": [],
         "open_modules": "none",
         "source": "sysfs",
+        "findings": [],
         "simulated": False,
     }
 

@@ -81,6 +81,43 @@ def test_an_index_that_is_not_gzip_fails(run_module, command_table, served):
     assert "is not a gzip-compressed package index" in result["msg"]
 
 
+def test_a_corrupt_index_fails_saying_so(run_module, command_table, served):
+    # A damaged gzip member: zlib.error, which gzip.decompress let through as a traceback.
+    served[f"{UPSTREAM}Packages.gz"] = b"\x1f\x8b\x08\x00" + bytes(range(100))
+    result, failed = run_module(repository_index.main, {"url": UPSTREAM, "names": ["x"]}, command_table({}, {}))
+    assert failed
+    assert result["msg"] == (
+        f"{UPSTREAM}Packages.gz is not a gzip-compressed package index: the compressed data is corrupt "
+        "(Error -3 while decompressing data: invalid block type)"
+    )
+
+
+def test_a_download_larger_than_any_index_fails(run_module, command_table, served, monkeypatch):
+    monkeypatch.setattr(repository_index, "MAX_INDEX_BYTES", 1000)
+    served[f"{UPSTREAM}Packages.gz"] = b"x" * 1001
+    result, failed = run_module(repository_index.main, {"url": UPSTREAM, "names": ["x"]}, command_table({}, {}))
+    assert failed
+    assert result["msg"] == (
+        f"the repository's package index at {UPSTREAM}Packages.gz is larger than 1000 bytes, more than any repository's"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"url": "http://[", "names": ["x"]}, "url 'http://[' is not usable: it is not a valid URL"),
+        (
+            {"url": UPSTREAM, "names": ["x"], "key_url": "https://x/k\nTrusted: yes"},
+            "key_url 'https://x/k\\nTrusted: yes' is not usable: it must be an http://",
+        ),
+    ],
+)
+def test_a_url_that_is_no_url_fails_before_any_download(run_module, command_table, served, args, message):
+    result, failed = run_module(repository_index.main, args, command_table({}, {}))
+    assert failed
+    assert result["msg"].startswith(message)
+
+
 RHEL9 = "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/"
 RHEL9_MIRRORED = f"{MIRROR}/developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"
 DNF = Path(__file__).resolve().parents[3] / "fixtures" / "dnf"

@@ -318,9 +318,18 @@ def test_unreadable_file(run_module, command_table, monkeypatch):
     assert result["msg"] == "cannot read /var/log/kern.log: Permission denied"
 
 
-def test_corrupt_gzip(run_module, command_table, tmp_path):
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (gzip.compress((LOGS / "dmesg-xid32-31.log").read_bytes())[:20], "the compressed data is truncated"),
+        # A damaged member: zlib.error, which gzip.decompress let through.
+        (b"\x1f\x8b\x08\x00" + bytes(range(200)), "the compressed data is corrupt"),
+    ],
+    ids=["truncated", "corrupt"],
+)
+def test_corrupt_gzip(run_module, command_table, tmp_path, data, why):
     path = tmp_path / "kern.log.gz"
-    path.write_bytes(gzip.compress((LOGS / "dmesg-xid32-31.log").read_bytes())[:20])
+    path.write_bytes(data)
     result, failed = run_module(xid_scan.main, {"path": str(path)}, command_table({}, {}))
     assert failed
-    assert result["msg"].startswith(f"cannot read {path}: ")
+    assert result["msg"].startswith(f"cannot read {path} as a gzip-compressed kernel log: {why}")
