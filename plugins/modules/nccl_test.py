@@ -290,8 +290,11 @@ def report(module, parsed, rc, cmd=None, test=None, timed_out=False):
     result = {key: parsed[key] for key in RESULT_KEYS}
     # "warnings" is Ansible's own return key: NCCL's go under their own name.
     result["nccl_warnings"] = parsed["warnings"]
+    # A failed benchmark is data, not a failed task: without failed false, Ansible marks any result whose rc is not 0
+    # (None too, as with log_path) failed.
     result.update(
         changed=False,
+        failed=False,
         passed=passed,
         reasons=reasons,
         msg=summary(test, passed, parsed, reasons),
@@ -340,6 +343,7 @@ def run_benchmark(module):
     if module.check_mode:
         return {
             "changed": False,
+            "failed": False,
             "skipped": True,
             "passed": None,
             "reasons": [],
