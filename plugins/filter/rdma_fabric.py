@@ -29,6 +29,25 @@ def _doca_reboot(ib_core, installed, planned, host):
     )
 
 
+def _plain(value):
+    # Ansible hands templates tagged str/dict/list subclasses; the checks want plain values.
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _input_problems(variables, doca_releases, ports):
+    return rdma_fabric.input_problems(_plain(dict(variables)), [str(r) for r in doca_releases], int(ports or 0))
+
+
 class FilterModule:
     def filters(self):
-        return {"rdma_fabric_doca_plan": _doca_plan, "rdma_fabric_doca_reboot": _doca_reboot}
+        return {
+            "rdma_fabric_doca_plan": _doca_plan,
+            "rdma_fabric_doca_reboot": _doca_reboot,
+            "rdma_fabric_input_problems": _input_problems,
+        }

@@ -10,6 +10,7 @@ and imported on the controller by the cuda_* filters.
 from __future__ import annotations
 
 import functools
+import json
 import re
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog, parsing, rpm
@@ -37,7 +38,7 @@ RPM_COMPAT_PREFIX = "cuda-compat"
 _RPM_REQUIRES = re.compile(r"^(?P<name>\S+) (?P<op>>=|=|>) (?P<version>\S+)$")
 
 # "12.4" (the newest release of that minor the source carries) or "12.4.1" (exactly that release).
-_REQUESTED = re.compile(r"^(?P<major>\d{2})\.(?P<minor>\d{1,2})(?:\.(?P<update>\d{1,2}))?$")
+_REQUESTED = re.compile(r"(?P<major>[0-9]{2})\.(?P<minor>[0-9]{1,2})(?:\.(?P<update>[0-9]{1,2}))?")
 # nvcc --version: "Cuda compilation tools, release 12.4, V12.4.131".
 _NVCC = re.compile(r"release (?P<release>\d+\.\d+), V(?P<version>\d+\.\d+\.\d+)")
 # Debian's toolkit upstream version: "<nvcc version>~<CUDA release>", 12.4.131~12.4.1 (12.4 Update 1's nvcc).
@@ -59,14 +60,18 @@ _NEEDED = re.compile(r"\(NEEDED\)\s+Shared library: \[(?P<lib>[^\]]+)\]")
 
 
 def parse_requested(text):
-    """{"text", "major_minor", "release"} for a requested CUDA version ("12.4" -> release None; "12.4.1"), or None."""
-    match = _REQUESTED.match(str(text).strip())
+    """{"text", "major_minor", "release"} for a requested CUDA version ("12.4" -> release None; "12.4.1"), or None:
+    also for what is no string (YAML's unquoted 12.10 is the float 12.1) and for a blank or newline around it, which
+    would reach the package name as it is."""
+    if not isinstance(text, str):
+        return None
+    match = _REQUESTED.fullmatch(text)
     if match is None:
         return None
     major_minor = f"{int(match.group('major'))}.{int(match.group('minor'))}"
     update = match.group("update")
     return {
-        "text": str(text).strip(),
+        "text": text,
         "major_minor": major_minor,
         "release": None if update is None else f"{major_minor}.{int(update)}",
     }
@@ -334,9 +339,11 @@ def input_problems(source, versions, default, driver_branch):
     for text in versions:
         requested = parse_requested(text)
         if requested is None:
+            quote = " (quoted: YAML reads an unquoted 12.10 as the number 12.1)" if not isinstance(text, str) else ""
             problems.append(
-                f'cuda_toolkit_versions names "{text}", not a CUDA version. Fix: major.minor ("12.4", the newest '
-                f'release of 12.4 the source carries) or major.minor.update ("12.4.1", CUDA 12.4 Update 1).'
+                f"cuda_toolkit_versions names {json.dumps(text)}, not a CUDA version{quote}. Fix: major.minor "
+                '("12.4", the newest release of 12.4 the source carries) or major.minor.update ("12.4.1", CUDA 12.4 '
+                "Update 1)."
             )
             continue
         try:

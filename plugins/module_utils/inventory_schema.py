@@ -16,8 +16,8 @@ ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "non
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 # Signalling rates ibstat and sysfs report, in Gb/s (SDR..XDR, and RoCE NIC speeds).
 PORT_RATES = (0, 10, 20, 25, 40, 50, 56, 100, 200, 400, 800)
-_PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_RACK_GROUP = re.compile(r"^rack_[a-z0-9_]+$")
+_PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
+_RACK_GROUP = re.compile(r"^rack_[a-z0-9_]+\Z")
 # What SSH can connect to: a host name, an IPv4 address, or an IPv6 address (in brackets or not).
 _HOST = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})|\[?[0-9A-Fa-f:.]{2,45}(%[A-Za-z0-9_.-]{1,15})?\]?")
 

@@ -14,14 +14,15 @@ import re
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
 
-TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
-CA_HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
-PACKAGE_VERSION = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)-[0-9]+(\.[0-9]+)?$")
-KUBE_VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)")
+# \Z, not $: "$" also matches before a trailing newline, which would then reach kubeadm's YAML and apt.
+TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}\Z")
+CA_HASH = re.compile(r"^sha256:[0-9a-f]{64}\Z")
+PACKAGE_VERSION = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)-[0-9]+(\.[0-9]+)?\Z")
+KUBE_VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)([-+][0-9A-Za-z.+-]*)?\Z")
 REPO_MINOR = re.compile(r"/core:/stable:/v([0-9]+)\.([0-9]+)/deb/?$")
-ENDPOINT = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:]+\](:[0-9]{1,5})?$")
-_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+ENDPOINT = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?\Z|^\[[0-9A-Fa-f:]+\](:[0-9]{1,5})?\Z")
+_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 _INVALID_VALUE_CHARS = re.compile(r"[^-A-Za-z0-9_.]+")
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # kubeadm joins a control plane of its own minor version or the next: kubeadm's skew policy is stricter than

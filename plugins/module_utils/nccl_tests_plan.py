@@ -12,8 +12,8 @@ import re
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import nccl_tests
 
-CHECKSUM = re.compile(r"^sha256:[0-9a-f]{64}$")
-COMMIT = re.compile(r"^[0-9a-f]{40}$")
+CHECKSUM = re.compile(r"^sha256:[0-9a-f]{64}\Z")
+COMMIT = re.compile(r"^[0-9a-f]{40}\Z")
 CUDA_BUILD = re.compile(r"\+cuda\d+\.\d+$")
 GDR_MODES = ("auto", "required", "ignore")
 BENCHMARKS = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf")

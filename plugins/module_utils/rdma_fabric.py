@@ -16,6 +16,8 @@ all_reduce from about 180 GB/s to about 10 GB/s). Rebuilding the driver's DKMS m
 from __future__ import annotations
 
 import ipaddress
+import json
+import re
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import apt
 
@@ -167,3 +169,105 @@ def doca_reboot_reason(ib_core, installed, planned, host):
             "not yet booted into): those kernel modules"
         )
     return None
+
+
+INTERFACE_KINDS = ("ipoib", "roce")
+INTERFACE_KEYS = ("name", "kind", "address", "mtu", "ipoib_mode")
+IPOIB_MODES = ("datagram", "connected")
+# A network interface's name as the kernel takes it (IFNAMSIZ: 15 characters), and one that is no path component.
+_NETDEV = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]{0,14}")
+
+
+def _whole(value):
+    """value as an int when it is one (an ASCII digit string from the command line too), else None."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 7:
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _interface_problems(index, interface):
+    if not isinstance(interface, dict):
+        return [f"rdma_fabric_interfaces[{index}] is {json.dumps(interface, default=str)}, not a mapping. Fix: "
+                "{name: ibp26s0, kind: ipoib, address: 10.10.0.11/16}."]  # fmt: skip
+    name = interface.get("name")
+    what = f"rdma_fabric_interfaces[{index}] ({name if isinstance(name, str) and name else 'no name'})"
+    problems = []
+    unknown = sorted(str(key) for key in interface if key not in INTERFACE_KEYS)
+    if unknown:
+        problems.append(f"{what} has unknown key(s) {', '.join(unknown)}. Fix: only {', '.join(INTERFACE_KEYS)}.")
+    if not isinstance(name, str) or not _NETDEV.fullmatch(name):
+        problems.append(
+            f"{what} has name {json.dumps(name, default=str)}, not a network interface name. Fix: the netdev as ip "
+            "link shows it (ibp26s0, ens1np0), letters, digits, _ and . only."
+        )
+    kind = interface.get("kind")
+    if kind not in INTERFACE_KINDS:
+        problems.append(
+            f"{what} has kind {json.dumps(kind, default=str)}. Fix: kind: ipoib (an InfiniBand port) or kind: roce "
+            "(an Ethernet port)."
+        )
+    if "address" in interface:
+        address = interface["address"]
+        try:
+            valid = isinstance(address, str) and "/" in address and bool(ipaddress.IPv4Interface(address))
+        except ValueError:
+            valid = False
+        if not valid or not re.fullmatch(r"[0-9./]{9,18}", address):
+            problems.append(
+                f"{what} has address {json.dumps(address, default=str)}, not an IPv4 address with its prefix length. "
+                "Fix: address: 10.10.0.11/16, or no address."
+            )
+    if "mtu" in interface:
+        mtu = _whole(interface["mtu"])
+        high = 65520 if kind == "ipoib" else 9216
+        if mtu is None or not 1280 <= mtu <= high:
+            limit = "65520 (IPoIB connected mode; 4092 in datagram mode)" if kind == "ipoib" else "9216"
+            problems.append(
+                f"{what} has mtu {json.dumps(interface['mtu'], default=str)}. Fix: 1280 to {limit}, or no mtu for the "
+                "default."
+            )
+    if "ipoib_mode" in interface and (kind != "ipoib" or interface["ipoib_mode"] not in IPOIB_MODES):
+        problems.append(
+            f"{what} has ipoib_mode {json.dumps(interface['ipoib_mode'], default=str)}. Fix: datagram or connected, "
+            "on a kind: ipoib interface only."
+        )
+    return problems
+
+
+def input_problems(v, doca_releases, ports):
+    """Problems with rdma_fabric's variables (a mapping of them) that their grammar alone (module_utils variables)
+    does not see: between variables, against the hardware profile's ports and the DOCA releases the role has a table
+    for, and the interfaces' entries. Each names the variable, the value and the fix."""
+    problems = []
+    stack, peermem = v["rdma_fabric_stack"], str(v["rdma_fabric_peermem"]).lower() in ("true", "yes", "on", "1")
+    if stack == "none" and peermem:
+        problems.append(
+            "rdma_fabric_peermem is true but rdma_fabric_stack is none: nvidia-peermem registers GPU memory with an "
+            "RDMA stack, and there is none. Fix: rdma_fabric_stack: inbox (or doca), or rdma_fabric_peermem: false."
+        )
+    if stack == "none" and ports:
+        problems.append(
+            f"rdma_fabric_stack is none but the hardware profile {v['profile']} expects {ports} RDMA ports. Fix: "
+            "rdma_fabric_stack: inbox (or doca)."
+        )
+    if stack == "doca" and v["rdma_fabric_doca_version"] not in doca_releases:
+        problems.append(
+            f'rdma_fabric_doca_version is "{v["rdma_fabric_doca_version"]}", a DOCA release this collection has no '
+            f"table for. Fix: one of {', '.join(doca_releases)}."
+        )
+    if stack == "doca" and v["rdma_fabric_doca_key_fingerprint"] == "":
+        problems.append(
+            "rdma_fabric_stack is doca but rdma_fabric_doca_key_fingerprint is empty: the DOCA repository is never "
+            "trusted without its signing key pinned. Fix: the fingerprint of GPG-KEY-Mellanox.pub as NVIDIA publishes "
+            "it."
+        )
+    interfaces = v["rdma_fabric_interfaces"]
+    if not isinstance(interfaces, list):
+        return [*problems, f"rdma_fabric_interfaces is {json.dumps(interfaces, default=str)}, not a list. Fix: one "
+                           "entry per interface, e.g. [{name: ibp26s0, kind: ipoib}]."]  # fmt: skip
+    for index, interface in enumerate(interfaces):
+        problems += _interface_problems(index, interface)
+    names = [i.get("name") for i in interfaces if isinstance(i, dict) and isinstance(i.get("name"), str)]
+    for name in dict.fromkeys(n for n in names if names.count(n) > 1):
+        problems.append(f"rdma_fabric_interfaces names {name} more than once. Fix: one entry per interface.")
+    return problems

@@ -260,7 +260,7 @@ def mpirun_options(module, value):
         if value.get(key) is not None:
             try:
                 number = int(value[key])
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 number = 0
             if number < 1:
                 module.fail_json(msg=f"mpirun.{key} must be a positive integer, got {value[key]!r}")

@@ -111,7 +111,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import apt, rdma_fabric
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, parsing, rdma_fabric
 from ansible_collections.gpuops.bringup.plugins.module_utils.rooted import RootedReader
 
 _KO = re.compile(r"^(?P<stem>.+)\.ko(?:\.(?:xz|zst|gz))?$")
@@ -173,7 +173,8 @@ def read_gids(reader):
             entries = []
             for index in reader.listdir(f"{base}/{port}/gids"):
                 gid = (reader.read(f"{base}/{port}/gids/{index}") or "").strip()
-                if not index.isdigit() or not gid or _ZERO_GID.match(gid):
+                # An ASCII index only: '²'.isdigit() is true and int('²') fails.
+                if not parsing.is_digits(index) or len(index) > 6 or not gid or _ZERO_GID.match(gid):
                     continue
                 entries.append(
                     {

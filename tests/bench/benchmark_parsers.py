@@ -19,12 +19,18 @@ so the input is derived from real logs, not invented:
 
 For each it reads the file and runs xid.scan, best of --runs, and prints the
 line count, the events found and the seconds taken against the goal (1 s).
+
+--hostile: every parser of tests/unit/parsers.py on its adversarial inputs of
+--size characters (default 1 MiB; parsers.adversarial: captures repeated, long
+runs of blanks and digits inside their lines, the inputs that made parsers
+super-linear), goal <= 0.5 s each; prints the slowest input of each parser.
 Run it from the repository root with the project's virtual environment.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -39,6 +45,7 @@ LOGS = ROOT / "tests" / "fixtures" / "xid"
 GOAL_SECONDS = 1.0
 SMI = ROOT / "tests" / "fixtures" / "nvidia_smi"
 GPU_GOAL_SECONDS = 0.020
+HOSTILE_GOAL_SECONDS = 0.5
 
 
 def eight_gpu_documents() -> dict[str, str]:
@@ -80,11 +87,38 @@ def measure(path: Path, runs: int) -> tuple[float, dict]:
     return best, result
 
 
+def hostile(size: int) -> int:
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))
+    from parsers import PARSERS, adversarial
+
+    missed = 0
+    tried = 0
+    print(f"every parser, adversarial inputs of {size} characters, goal <= {HOSTILE_GOAL_SECONDS} s each:")
+    for entry in PARSERS:
+        worst, label = 0.0, ""
+        for name, data in adversarial(entry, size):
+            tried += 1
+            start = time.perf_counter()
+            with contextlib.suppress(*entry.errors):
+                entry.parse(data)
+            took = time.perf_counter() - start
+            if took > worst:
+                worst, label = took, name
+        missed += worst > HOSTILE_GOAL_SECONDS
+        print(f"{entry.name:42} {worst:6.3f} s  {'met' if worst <= HOSTILE_GOAL_SECONDS else 'MISSED'}  ({label[:60]})")
+    print(f"{tried} inputs, {len(PARSERS)} parsers, {missed} over the goal")
+    return 1 if missed else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--hostile", action="store_true")
+    parser.add_argument("--size", type=int, default=1024 * 1024)
     options = parser.parse_args()
+    if options.hostile:
+        return hostile(options.size)
     inputs = {
         "mixed": sorted(p for p in LOGS.glob("*.log") if p.stat().st_size),
         "xid-dense": [LOGS / "dmesg-ctime-xid13-31-109.log"],

@@ -22,8 +22,8 @@ CASES = {
     "cmdline_is_a_string": (
         {"os_baseline_kernel_cmdline": "iommu=pt pci=realloc=off"},
         [
-            'os_baseline_kernel_cmdline is "iommu=pt pci=realloc=off", not a list',
-            "Fix: one kernel argument per list item",
+            'os_baseline_kernel_cmdline is "iommu=pt pci=realloc=off": not a list (got str)',
+            "Fix: split it, e.g. [iommu=pt, pci=realloc=off]; one kernel argument per list item",
         ],
     ),
     "cmdline_item_holds_two_arguments": (
@@ -52,7 +52,10 @@ CASES = {
     ),
     "package_lock_timeout_negative": (
         {**VALID, "gpuops_package_lock_timeout": -1},
-        ["gpuops_package_lock_timeout is -1: a wait cannot be negative.", "(300, the default), or 0 to fail at once"],
+        [
+            "gpuops_package_lock_timeout is -1: out of range: from 0 to 3600.",
+            "(300, the default), or 0 to fail at once",
+        ],
     ),
     "package_lock_timeout_not_a_number": (
         {**VALID, "gpuops_package_lock_timeout": "5m"},

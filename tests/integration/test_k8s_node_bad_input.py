@@ -115,7 +115,9 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def case_run(tmp_path_factory) -> CaseRun:
-    hosts = local_cases({case: variables for case, (variables, _expected) in CASES.items()})
+    # Each case's Node name is its own, in the lower case with '-' Kubernetes takes (case names have '_').
+    named = {case: {"k8s_node_node_name": case.replace("_", "-"), **v} for case, (v, _expected) in CASES.items()}
+    hosts = local_cases(named)
     return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("cases"), hosts)
 
 

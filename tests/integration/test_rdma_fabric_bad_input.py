@@ -101,7 +101,7 @@ LOCAL_CASES = {
     ),
     "dscp_out_of_range": (
         given(rdma_fabric_roce_dscp=64),
-        ["rdma_fabric_roce_dscp is 64, not a DSCP value. Fix: 0 to 63 (26 is common for RDMA)."],
+        ["rdma_fabric_roce_dscp is 64: out of range: from 0 to 63. Fix: a DSCP value from 0 to 63, e.g. 26."],
     ),
     "perftest_peer_is_this_node": (
         # The case's host is named after the case.

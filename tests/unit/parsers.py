@@ -129,7 +129,7 @@ def _versions(text):
     # Pickers, not parsers: where the newest of the words is by each order, and each upstream part's length.
     words = text.split()[:2000]
     where = [words.index(newest) if words else None for newest in (apt.newest(words), rpm.newest(words))]
-    return where, [len(apt.upstream_version(w)) + len(rpm.upstream_version(w)) for w in words]
+    return where, [len(apt.upstream_version(w)) for w in words]
 
 
 def _control(text):

@@ -78,7 +78,10 @@ def info(*available, installed=None):
     [
         ("12.4", {"text": "12.4", "major_minor": "12.4", "release": None}),
         ("12.4.1", {"text": "12.4.1", "major_minor": "12.4", "release": "12.4.1"}),
-        (" 11.8 ", {"text": "11.8", "major_minor": "11.8", "release": None}),
+        # The item becomes a package name as it is: blanks are refused, not stripped.
+        (" 11.8 ", None),
+        ("11.8\n", None),
+        (11.8, None),
         ("12", None),
         ("12.4 Update 1", None),
         ("latest", None),
@@ -183,6 +186,10 @@ def test_ldd_and_readelf():
         (("cuda_repo", ["12.2", "12.2.2"], "", ""), ["names CUDA 12.2 more than once"]),
         (("distribution", "12.4", "", ""), ["cuda_toolkit_versions is '12.4', not a list."]),
         (("distribution", ["12"], "", ""), ['cuda_toolkit_versions names "12", not a CUDA version.']),
+        # YAML's unquoted 12.10 is the float 12.1: installing CUDA 12.1 instead would be silent.
+        (("cuda_repo", [12.10], "", ""), ["cuda_toolkit_versions names 12.1, not a CUDA version (quoted: YAML reads"]),
+        # Into the package name as it is (cuda-toolkit-12-4\n) before.
+        (("cuda_repo", ["12.4\n"], "", ""), ['cuda_toolkit_versions names "12.4\\n", not a CUDA version.']),
         (("distribution", ["12.7"], "", ""), ["CUDA '12.7' is not in NVIDIA's table"]),
         (("distribution", ["12.4", "12.4.1"], "", ""), ["names CUDA 12.4 more than once"]),
         (("distribution", ["12.4"], "12.6", ""), ['cuda_toolkit_default is "12.6", which is not among']),

@@ -181,3 +181,57 @@ OLD, NEW = "2.9.0-1", "2.10.0-1"
 )  # fmt: skip
 def test_doca_reboot_reason(loaded, installed, planned, reason):
     assert rdma_fabric.doca_reboot_reason(loaded, installed, planned, "n1") == reason
+
+
+VALID = {
+    "rdma_fabric_stack": "inbox",
+    "rdma_fabric_peermem": True,
+    "rdma_fabric_doca_version": "3.1.0",
+    "rdma_fabric_doca_key_fingerprint": "",
+    "rdma_fabric_interfaces": [],
+    "profile": "hgx_h100_8gpu",
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({}, []),
+        (
+            {"rdma_fabric_peermem": "true", "rdma_fabric_stack": "none"},
+            ["rdma_fabric_peermem is true but", "rdma_fabric_stack is none but the hardware"],
+        ),
+        ({"rdma_fabric_peermem": "false", "rdma_fabric_stack": "none"}, ["rdma_fabric_stack is none but the hardware"]),
+        (
+            {"rdma_fabric_interfaces": [{"name": "ib0", "kind": "ipoib", "address": "999.1.1.1/99"}]},
+            ['rdma_fabric_interfaces[0] (ib0) has address "999.1.1.1/99", not an IPv4 address with its prefix'],
+        ),
+        (
+            {"rdma_fabric_interfaces": [{"name": "..", "kind": "roce"}]},
+            ['rdma_fabric_interfaces[0] (..) has name "..", not a network interface name.'],
+        ),
+        (
+            {"rdma_fabric_interfaces": [{"name": "ib0\n", "kind": "ipoib"}]},
+            ['rdma_fabric_interfaces[0] (ib0\n) has name "ib0\\n", not a network interface name.'],
+        ),
+        (
+            {"rdma_fabric_interfaces": [{"name": "ib0", "kind": "ipoib", "mtu": "4e3"}]},
+            ['rdma_fabric_interfaces[0] (ib0) has mtu "4e3". Fix: 1280 to 65520'],
+        ),
+        (
+            {"rdma_fabric_interfaces": [{"name": "ib0", "kind": "ipoib", "mtu": "4092"}]},
+            [],
+        ),
+        (
+            {"rdma_fabric_interfaces": [{"name": "ib0", "kind": "ipoib", "gateway": "10.0.0.1"}]},
+            ["rdma_fabric_interfaces[0] (ib0) has unknown key(s) gateway. Fix: only name, kind, address, mtu"],
+        ),
+        ({"rdma_fabric_interfaces": ["ib0"]}, ['rdma_fabric_interfaces[0] is "ib0", not a mapping.']),
+        ({"rdma_fabric_interfaces": "ib0"}, ['rdma_fabric_interfaces is "ib0", not a list.']),
+    ],
+)
+def test_input_problems(changes, expected):
+    problems = rdma_fabric.input_problems({**VALID, **changes}, ["2.9.0", "3.1.0"], 8)
+    assert len(problems) == len(expected), problems
+    for problem, text in zip(problems, expected, strict=True):
+        assert problem.startswith(text), problems
