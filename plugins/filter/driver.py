@@ -93,6 +93,15 @@ def driver_reboot(os_state, pci_facts, loaded, plan, flavor, targets):
     )
 
 
+def driver_unload_outcome(result):
+    """unloaded, in_use, error (or None, not run) of the task that ran modprobe --remove (its registered result)."""
+    result = mapping(result, "the unload task's result", "driver_unload_outcome")
+    if result.get("skipped"):
+        return None
+    rc = result.get("rc")
+    return driver_plan.unload_outcome(int(rc) if rc is not None else None, str(result.get("stderr") or ""))
+
+
 def driver_fabricmanager(index, info, plan, branch, where, manager="apt"):
     """{package, version, problem}: fabric manager's package at exactly the planned driver's version."""
     return driver_plan.choose_fabricmanager(
@@ -129,6 +138,7 @@ class FilterModule:
             "driver_table_packages": driver_table_packages,
             "driver_package_problems": driver_package_problems,
             "driver_reboot": driver_reboot,
+            "driver_unload_outcome": driver_unload_outcome,
             "driver_fabricmanager": driver_fabricmanager,
             "driver_gpu_problems": driver_gpu_problems,
             "driver_repository_info": driver_repository_info,

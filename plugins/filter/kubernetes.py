@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.gpuops.bringup.plugins.module_utils import kubernetes_node
 from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping
 
@@ -27,6 +29,13 @@ def k8s_node_input_problems(variables):
 def k8s_node_skew_problem(version, control_plane_version, where):
     """The problem when the node's Kubernetes version may not join the control plane's; None when it may."""
     return kubernetes_node.skew_problem(str(version), str(control_plane_version), str(where))
+
+
+def kubernetes_drain_leftovers(pods):
+    """namespace/name of the pods a drain left on its node (DaemonSet, mirror and finished pods aside)."""
+    if not isinstance(pods, list):
+        raise AnsibleFilterError(f"gpuops.bringup.kubernetes_drain_leftovers needs a list of pods, got {pods!r}")
+    return kubernetes_node.drain_leftovers(_plain(pods))
 
 
 def k8s_node_join_command(text):
@@ -63,6 +72,7 @@ class FilterModule:
     def filters(self):
         return {
             "k8s_node_input_problems": k8s_node_input_problems,
+            "kubernetes_drain_leftovers": kubernetes_drain_leftovers,
             "k8s_node_skew_problem": k8s_node_skew_problem,
             "k8s_node_join_command": k8s_node_join_command,
             "k8s_node_labels": k8s_node_labels,

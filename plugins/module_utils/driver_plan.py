@@ -20,6 +20,7 @@ firmware, and userland (packages versioned with the kernel module package).
 from __future__ import annotations
 
 import functools
+import re
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog, rpm
 
@@ -486,6 +487,27 @@ def install_problems(table, info, plan, broken, companions, runfile, manager="ap
             "remove": [n for n in installed if n not in plan["packages"]],
         }
     return result
+
+
+# What kmod's modprobe --remove and the kernel say when a module is still referenced (a process holding /dev/nvidia*,
+# a module stacked on it): "modprobe: FATAL: Module nvidia is in use." (and "... is in use by: nvidia_uvm" from rmmod),
+# "could not remove 'nvidia': Resource temporarily unavailable" or "Device or resource busy" from delete_module
+# (kmod's modprobe quotes the name; its rmmod writes "could not remove module nvidia: ...").
+_IN_USE = re.compile(
+    r"Module \S+ is in use|could not remove (?:module )?'?[^':\s]+'?: "
+    r"(?:Resource temporarily unavailable|Device or resource busy)"
+)
+
+
+def unload_outcome(rc, stderr):
+    """What modprobe --remove of the old modules came to: "unloaded", "in_use" (a reference no stop of the GPU services
+    removed: a reboot loads the new driver instead) or "error" (any other failure - a module not found, no permission,
+    no modprobe - which no reboot mends); None when it did not run (skipped, check mode)."""
+    if rc is None:
+        return None
+    if rc == 0:
+        return "unloaded"
+    return "in_use" if _IN_USE.search(stderr or "") else "error"
 
 
 def reboot_plan(os_state, pci_facts, loaded, plan, flavor, targets):

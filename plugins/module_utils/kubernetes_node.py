@@ -362,3 +362,20 @@ def _containerd_problems(dump, sandbox_image, nvidia):
             "containerd has no nvidia runtime (k8s_node_nvidia_runtime is true: run the container toolkit stage)"
         )
     return problems
+
+
+def drain_leftovers(pods):
+    """The pods a drain should have moved off a node and did not, as namespace/name (pods: the node's, as the API
+    lists them after the drain). DaemonSet pods stay by design (kubectl drain --ignore-daemonsets), mirror pods are
+    the kubelet's own, finished pods hold nothing; a pod being deleted still runs until it is gone, so it counts."""
+    left = []
+    for pod in pods or []:
+        meta = pod.get("metadata") or {}
+        if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
+            continue
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if any(owner.get("kind") == "DaemonSet" for owner in meta.get("ownerReferences") or []):
+            continue
+        left.append(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
+    return sorted(left)

@@ -336,6 +336,9 @@ BOOL_FIX = "true or false (unquoted; from the command line -e name=true works to
 VARIABLES = {
     # _common
     "gpuops_kubernetes_join": Rule(_scalar(boolean), BOOL_FIX),
+    "gpuops_max_fail_percentage": Rule(
+        _scalar(integer(0, 100)), "the percentage of a batch that may fail before the rollout stops, 0 to 100"
+    ),
     "gpuops_package_lock_timeout": Rule(
         _scalar(integer(0, 3600)),
         "the seconds to wait for another apt or dpkg to release its locks (300, the default), or 0 to fail at once",

@@ -8,13 +8,17 @@ real kubectl (get, delete of Nodes, in the tests) ask:
 - discovery: /version, /api, /api/v1, /apis (legacy discovery; kubectl and the Python client's dynamic client read
   it);
 - Nodes: list, get, create, merge and strategic-merge patch (of the object and of /status), delete;
-- Pods: an empty list (no workload runs on the bench, so a drain evicts nothing);
+- Pods: those of pods.json (none unless a test puts them there: no workload runs on the bench), listed (all, per
+  namespace, or spec.nodeName's), read, and evicted through policy/v1 Eviction - the pod is removed, unless its
+  annotation gpuops.test/eviction says "ignored" (accepted, the pod keeps running: a drain then times out) or
+  "blocked" (429, as a PodDisruptionBudget refuses);
 - the cluster-info ConfigMap kubeadm's token discovery reads, with a JWS-like signature per bootstrap token
   (HMAC-SHA256 of the kubeconfig with the token's secret; the real one is a detached JWS, same key) for the tokens
   `kubeadm token create` (stand-in) keeps in tokens.json, expired ones left out.
 
 Plain HTTP, no authentication: the bench's network reaches nothing else. State lives in nodes.json; every change
-to a Node but kubelet's status reports is appended, with its time and body, to changes.jsonl.
+to a Node but kubelet's status reports is appended, with its time and body, to changes.jsonl. Tests on the controller
+run it there too: GPUOPS_APISERVER_STATE and GPUOPS_APISERVER_LISTEN (host:port) move it.
 """
 
 import base64
@@ -27,8 +31,9 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-STATE = "/var/lib/gpuops-standin/apiserver"
+STATE = os.environ.get("GPUOPS_APISERVER_STATE", "/var/lib/gpuops-standin/apiserver")
 NODES = os.path.join(STATE, "nodes.json")
+PODS = os.path.join(STATE, "pods.json")
 TOKENS = os.path.join(STATE, "tokens.json")
 # Every change to a Node (create, patch, delete), with its time and body, for tests that check what was done when.
 CHANGES = os.path.join(STATE, "changes.jsonl")
@@ -53,7 +58,7 @@ RESOURCES = [
         "namespaced": True,
         "kind": "Pod",
         "shortNames": ["po"],
-        "verbs": ["get", "list"],
+        "verbs": ["get", "list", "delete"],
     },
     {
         "name": "pods/eviction",
@@ -146,9 +151,13 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/api/v1/namespaces/kube-public/configmaps/cluster-info":
             return self.send(200, self.cluster_info())
         if url.path == "/api/v1/pods" or (len(parts) == 5 and parts[2] == "namespaces" and parts[4] == "pods"):
-            return self.send(
-                200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
-            )
+            return self.send(200, self.pod_list(parts[3] if len(parts) == 5 else None, url.query))
+        if len(parts) == 6 and parts[2] == "namespaces" and parts[4] == "pods":
+            with LOCK:
+                pod = load(PODS, {}).get(f"{parts[3]}/{parts[5]}")
+            if pod is None:
+                return self.send(404, status(404, "NotFound", f'pods "{parts[5]}" not found'))
+            return self.send(200, pod)
         with LOCK:
             nodes = load(NODES, {})
         if url.path == "/api/v1/nodes":
@@ -163,7 +172,39 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(404, status(404, "NotFound", f'nodes "{parts[3]}" not found'))
         return self.send(404, status(404, "NotFound", "the server could not find the requested resource"))
 
+    def pod_list(self, namespace, query):
+        node = parse_qs(query).get("fieldSelector", [""])[0].partition("spec.nodeName=")[2]
+        with LOCK:
+            pods = load(PODS, {})
+        items = [
+            pod
+            for key, pod in sorted(pods.items())
+            if (namespace is None or key.startswith(namespace + "/")) and (not node or pod["spec"]["nodeName"] == node)
+        ]
+        return {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}
+
+    def evict(self, namespace, name):
+        key = f"{namespace}/{name}"
+        with LOCK:
+            pods = load(PODS, {})
+            if key not in pods:
+                return self.send(404, status(404, "NotFound", f'pods "{name}" not found'))
+            how = (pods[key]["metadata"].get("annotations") or {}).get("gpuops.test/eviction")
+            if how == "blocked":
+                message = "Cannot evict pod as it would violate the pod's disruption budget."
+                return self.send(429, status(429, "TooManyRequests", message))
+            if how != "ignored":
+                pods.pop(key)
+                with open(PODS + ".new", "w", encoding="utf-8") as f:
+                    json.dump(pods, f)
+                os.replace(PODS + ".new", PODS)
+            record("POST", self.path, None)
+        return self.send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
+
     def do_POST(self):
+        parts = [p for p in urlsplit(self.path).path.split("/") if p]
+        if len(parts) == 7 and parts[2] == "namespaces" and parts[4] == "pods" and parts[6] == "eviction":
+            return self.evict(parts[3], parts[5])
         if urlsplit(self.path).path != "/api/v1/nodes":
             return self.send(404, status(404, "NotFound", "the server could not find the requested resource"))
         node = self.body()
@@ -246,4 +287,5 @@ class Handler(BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     os.makedirs(STATE, exist_ok=True)
-    ThreadingHTTPServer(("0.0.0.0", 6443), Handler).serve_forever()
+    host, _colon, port = os.environ.get("GPUOPS_APISERVER_LISTEN", "0.0.0.0:6443").rpartition(":")
+    ThreadingHTTPServer((host, int(port)), Handler).serve_forever()

@@ -1,10 +1,12 @@
-"""A fault on one node stops that node alone, with its own status; a re-run recovers it without hand cleanup.
+"""A fault on one node stops that node with its own status, the rollout brake stops the rack, and a re-run recovers
+without hand cleanup.
 
-Two bench nodes run the real stage playbook. The second is pointed at a
-mirror that refuses connections, so its package index cannot be refreshed
-half-way through the stage; the first must finish. Then the fault is removed
-and the playbook run again, with no cleanup in between: both nodes converge,
-and a third run changes nothing.
+Three bench nodes run the real stage playbook (baseline: it is cheap, and in batches like every disruptive stage). A
+fault is a node pointed at a mirror that refuses connections, so its package index cannot be refreshed half-way
+through the stage. With the default batches (a canary node first) a fault on the canary leaves the other two
+untouched; with batches of two, the faulty node's batch mate finishes its stage and the third node is not touched.
+Then the fault is removed and the playbook run again, with no cleanup in between: every node converges, and a further
+run changes nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def rack(tmp_path_factory):
     inventory = tmp / "hosts.json"
     # The hardware profiles live beside the shipped inventories.
     (tmp / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
-    specs = [{"name": "fault01", "image": "debian12"}, {"name": "fault02", "image": "debian12"}]
+    specs = [{"name": f"fault0{n}", "image": "debian12"} for n in (1, 2, 3)]
     subprocess.run(
         [sys.executable, str(BENCH), "nodes", "up", "--prefix", GROUP, json.dumps(specs), "--inventory",
          str(inventory), "--groups", "rack_fault,bench_container"],
@@ -42,9 +44,9 @@ def rack(tmp_path_factory):
         subprocess.run([sys.executable, str(BENCH), "nodes", "down", GROUP], check=True)
 
 
-def play(inventory: Path) -> tuple[int, str, dict[str, tuple[int, int]]]:
+def play(inventory: Path, *extra: str) -> tuple[int, str, dict[str, tuple[int, int]]]:
     proc = subprocess.run(
-        ["ansible-playbook", "-i", str(inventory), "playbooks/baseline.yml"],
+        ["ansible-playbook", "-i", str(inventory), *extra, "playbooks/baseline.yml"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -58,25 +60,48 @@ def play(inventory: Path) -> tuple[int, str, dict[str, tuple[int, int]]]:
     return proc.returncode, proc.stdout + proc.stderr, recap
 
 
-def test_fault_on_one_node_then_recovery(rack: Path) -> None:
+def fault(rack: Path, node: str | None) -> None:
+    """Point node (or none) at a mirror port nothing listens on."""
     host_vars = rack.parent / "host_vars"
-    host_vars.mkdir()
-    (host_vars / "fault02.yml").write_text("gpuops_mirror_url: http://gpuops-mirror:9\n")
+    host_vars.mkdir(exist_ok=True)
+    for old in host_vars.glob("*.yml"):
+        old.unlink()
+    if node:
+        (host_vars / f"{node}.yml").write_text("gpuops_mirror_url: http://gpuops-mirror:9\n")
 
+
+def test_a_failed_canary_leaves_the_rack_untouched(rack: Path) -> None:
+    fault(rack, "fault01")
     rc, output, recap = play(rack)
     assert rc != 0
-    assert recap["fault01"][1] == 0, output[-4000:]
-    assert recap["fault02"][1] == 1, output[-4000:]
+    assert recap["fault01"][1] == 1, output[-4000:]
+    # Never started: no line of theirs in the recap, no task of theirs in the output.
+    assert "fault02" not in recap and "fault03" not in recap, output[-4000:]
+    assert "[fault02]" not in output and "[fault03]" not in output
+
+
+def test_a_batch_finishes_then_the_rollout_stops(rack: Path) -> None:
+    fault(rack, "fault02")
+    rc, output, recap = play(rack, "-e", "gpuops_serial=2")
+    assert rc != 0
+    # fault01 finished the stage (its verification ran) before the brake failed the batch.
+    verified = output.index("TASK [gpuops.bringup.os_baseline : Check the live state against the configuration]")
+    assert re.match(r"[^\n]*\n(ok|changed): \[fault01\]", output[verified:]), output[-4000:]
+    assert "1 of 2 node(s) of this batch failed (fault02), more than gpuops_max_fail_percentage (0 %)" in output
     failure = output[output.index("fatal: [fault02]") :]
     assert "Refresh the package index" in output[: output.index("fatal: [fault02]")].rsplit("TASK [", 1)[1]
     assert "gpuops-mirror:9" in failure[:3000]
+    assert "fault03" not in recap, output[-4000:]
 
-    (host_vars / "fault02.yml").unlink()
-    rc, output, recap = play(rack)
+
+def test_a_rerun_recovers_and_then_changes_nothing(rack: Path) -> None:
+    # No brake needed here: one batch for the whole rack.
+    fault(rack, None)
+    rc, output, recap = play(rack, "-e", "gpuops_serial=100%")
     assert rc == 0, output[-4000:]
-    assert recap["fault02"][0] > 0
+    assert recap["fault02"][0] > 0 and recap["fault03"][0] > 0
     assert all(failed == 0 for _changed, failed in recap.values())
 
-    rc, output, recap = play(rack)
+    rc, output, recap = play(rack, "-e", "gpuops_serial=100%")
     assert rc == 0, output[-4000:]
-    assert recap == {"fault01": (0, 0), "fault02": (0, 0)}, output[-4000:]
+    assert recap == {"fault01": (0, 0), "fault02": (0, 0), "fault03": (0, 0)}, output[-4000:]

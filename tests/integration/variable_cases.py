@@ -10,6 +10,7 @@ BOOL = [("y", "not a boolean")]
 
 BAD = {
     "gpuops_kubernetes_join": BOOL,
+    "gpuops_max_fail_percentage": [(101, "out of range: from 0 to 100")],
     "gpuops_package_lock_timeout": [(-1, "out of range: from 0 to 3600"), ("300.0", "not a whole number")],
     "os_baseline_kernel_cmdline": [
         ("iommu=pt pci=realloc=off", "not a list"),

@@ -17,6 +17,7 @@ def test_the_filters_are_registered():
         "k8s_node_ready",
         "k8s_node_skew_problem",
         "k8s_node_verify_problems",
+        "kubernetes_drain_leftovers",
     ]
 
 

@@ -540,3 +540,24 @@ def test_a_container_or_a_node_without_gpus_never_reboots_for_the_driver():
         "reasons": [],
         "unload": None,
     }
+
+
+@pytest.mark.parametrize(
+    ("rc", "stderr", "outcome"),
+    [
+        (0, "", "unloaded"),
+        (1, "modprobe: FATAL: Module nvidia is in use.\n", "in_use"),
+        (1, "rmmod: ERROR: Module nvidia is in use by: nvidia_uvm nvidia_modeset\n", "in_use"),
+        (1, "modprobe: ERROR: could not remove 'nvidia': Resource temporarily unavailable\n", "in_use"),
+        (1, "rmmod: ERROR: could not remove module nvidia: Device or resource busy\n", "in_use"),
+        (1, "modprobe: ERROR: could not remove 'nvidia_uvm': Device or resource busy\n", "in_use"),
+        # No reboot mends these: they stop the upgrade with modprobe's words.
+        (1, "modprobe: FATAL: Module nvidia_peermem not found.\n", "error"),
+        (1, "modprobe: FATAL: Module nvidia is builtin.\n", "error"),
+        (1, "modprobe: ERROR: could not remove 'nvidia': Operation not permitted\n", "error"),
+        (127, "", "error"),
+        (None, "", None),
+    ],
+)
+def test_unload_outcome(rc, stderr, outcome):
+    assert driver_plan.unload_outcome(rc, stderr) == outcome

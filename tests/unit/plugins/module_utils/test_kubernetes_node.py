@@ -180,3 +180,29 @@ def test_verification_names_each_problem():
         "containerd has no nvidia runtime (k8s_node_nvidia_runtime is true: run the container toolkit stage)",
         "the Node's labels or taints differ from the role's: {'metadata': {'labels': {'gpuops.io/rack': 'r1'}}}",
     ]
+
+
+def _pod(name, phase="Running", owner="ReplicaSet", annotations=None):
+    return {
+        "metadata": {"name": name, "namespace": "ns", "annotations": annotations or {},
+                     "ownerReferences": [{"kind": owner}] if owner else []},
+        "status": {"phase": phase},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pods", "left"),
+    [
+        ([], []),
+        (None, []),
+        ([_pod("a"), _pod("b", owner=None)], ["ns/a", "ns/b"]),
+        ([_pod("ds", owner="DaemonSet")], []),
+        ([_pod("done", phase="Succeeded"), _pod("oom", phase="Failed")], []),
+        ([_pod("static", owner=None, annotations={"kubernetes.io/config.mirror": "x"})], []),
+        # Being deleted: it runs until it is gone, and it still holds the GPU.
+        ([{**_pod("going"), "metadata": {**_pod("going")["metadata"], "deletionTimestamp": "2026-12-04T00:00:00Z"}}],
+         ["ns/going"]),
+    ],
+)  # fmt: skip
+def test_drain_leftovers(pods, left):
+    assert kn.drain_leftovers(pods) == left
