@@ -31,6 +31,10 @@ def _records(runs, results, measured_at, gate, metric, gdr_mode, gdr_expected=No
     return nccl_tests_plan.records(list(runs), list(results or []), measured_at, gate, metric, gdr_mode, gdr_expected)
 
 
+def _user_problem(user, entry):
+    return nccl_tests_plan.user_problem(str(user), list(entry) if entry is not None else None)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -39,4 +43,5 @@ class FilterModule:
             "nccl_tests_report": _report,
             "nccl_tests_plan_runs": _plan_runs,
             "nccl_tests_records": _records,
+            "nccl_tests_user_problem": _user_problem,
         }

@@ -326,8 +326,9 @@ def verify_problems(read, node, version, packages, sandbox_image, nvidia, labels
     files = s.get("files", [])
     if "/etc/kubernetes/kubelet.conf" not in files:
         problems.append("/etc/kubernetes/kubelet.conf is missing")
-    if "/etc/kubernetes/gpuops-join.yaml" in files:
-        problems.append("/etc/kubernetes/gpuops-join.yaml (it holds the bootstrap token) was not removed")
+    # The files section lists kubelet.conf and the JoinConfiguration where they exist.
+    for left in (f for f in files if f != "/etc/kubernetes/kubelet.conf"):
+        problems.append(f"{left} (it holds the bootstrap token) was not removed")
     problems += _containerd_problems("\n".join(s.get("config", [])), sandbox_image, nvidia)
     if not ready(node):
         problems.append(f"the Node is not Ready: {ready(node, 'reason')}")
@@ -379,3 +380,43 @@ def drain_leftovers(pods):
             continue
         left.append(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
     return sorted(left)
+
+
+# What the roles do through the Kubernetes API with the controller's kubeconfig (docs: roles/k8s_node/README.md,
+# "Kubernetes API rights"): the least a ClusterRole for it grants.
+RBAC_RULES = (
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+)
+
+
+def kubeconfig_findings(variable, path, stat, uid):
+    """(error, warnings) for the kubeconfig the controller reaches the API with. path: as given ("" for the client's
+    default); stat: os.stat_result of the file it names, or None when there is none; uid: the controller user's.
+
+    A missing file is an error (when one is named); one that others may read or write is a warning: it holds the
+    cluster's credentials."""
+    if stat is None:
+        if not path:
+            return None, []
+        return (
+            f'{variable} is "{path}", which is not a file on the controller: the role reaches the Kubernetes API (the '
+            "Node, its labels, Ready, cordon and drain) from here. Fix: the path of the cluster's kubeconfig on this "
+            "machine (with the rights in the role's README, Kubernetes API rights), or \"\" for the client's default "
+            "($K8S_AUTH_KUBECONFIG, else ~/.kube/config)"
+        ), []
+    warnings = []
+    mode = stat.st_mode & 0o777
+    shown = path or "the client's default kubeconfig"
+    if mode & 0o077:
+        warnings.append(
+            f"{variable} ({shown}) is mode {mode:04o}: its credentials to the cluster are open to "
+            f"{'others' if mode & 0o007 else 'its group'} on the controller. Fix: chmod 600 it"
+        )
+    if stat.st_uid != uid:
+        warnings.append(
+            f"{variable} ({shown}) belongs to uid {stat.st_uid}, not to the user running Ansible (uid {uid}), who "
+            "cannot keep others from changing it. Fix: a copy owned by this user, mode 600"
+        )
+    return None, warnings

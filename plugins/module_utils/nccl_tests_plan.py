@@ -283,3 +283,35 @@ def records(runs, results, measured_at, gate, metric, gdr_mode, gdr_expected):
              **(measured or {})}
         )  # fmt: skip
     return {"kept": kept, "records": judged}
+
+
+# Written into the GECOS field of the account the role creates: how a later run tells its own account from a person's.
+USER_COMMENT = "gpuops.bringup nccl_tests benchmark user"
+DEFAULT_USER = "gpuops-nccl"
+
+
+def user_problem(user, entry):
+    """Why nccl_tests_user must not be used, or None. entry: the account's passwd fields (getent's [password, uid,
+    gid, gecos, home, shell]), None when it does not exist (the role creates it).
+
+    The role gives the account a shell and lets the group's SSH key log into it on every node: never root, never an
+    account someone else made (a person's login)."""
+    if entry is None:
+        return None
+    fields = [str(f) for f in entry] + [""] * 6
+    _password, uid, _gid, gecos, _home, shell = fields[:6]
+    if uid == "0":
+        return (
+            f"nccl_tests_user {user} is uid 0: the group's SSH key would open root's account on every node of the "
+            "group. Nothing was changed. Fix: a user of its own, e.g. the default gpuops-nccl (the role creates it)"
+        )
+    if gecos == USER_COMMENT:
+        return None
+    # Made by the role before it marked its accounts: its name, a system uid, the role's shell.
+    if user == DEFAULT_USER and shell == "/bin/sh" and uid.isdigit() and int(uid) < 1000:
+        return None
+    return (
+        f"nccl_tests_user is {user}, an existing account this role did not create (uid {uid}, shell {shell or 'none'}):"
+        " the role would change its shell and let the group's SSH key log into it on every node. Nothing was changed."
+        " Fix: a name of its own (the default gpuops-nccl, which the role creates), or remove that account"
+    )

@@ -416,7 +416,7 @@ VARIABLES = {
         "a short lifetime such as 15m (the default); 0 makes a token that never expires",
     ),
     "k8s_node_node_name": Rule(_scalar(dns_subdomain), "the node's name in lower case, e.g. gpu-node-01"),
-    "k8s_node_ready_timeout": Rule(_scalar(integer(30, 3600)), "the seconds to wait for Ready, e.g. 300"),
+    "k8s_node_ready_timeout": Rule(_scalar(integer(1, 3600)), "the seconds to wait for Ready, e.g. 300"),
     "k8s_node_drain_timeout": Rule(
         _scalar(integer(1, 86400)), "the seconds a drain may take, e.g. 600 (0 would wait forever)"
     ),

@@ -92,6 +92,14 @@ CASES = {
          "Debian GNU/Linux 12 (bookworm) (ID=debian, VERSION_ID=12). Fix: one of those releases, or "
          "nccl_tests_nccl_source: distribution on Debian 13."],
     ),
+    # An account of this machine's (Debian's daemon): the role would give it a shell and the group's SSH key.
+    "user_an_existing_account": (
+        {"nccl_tests_user": "daemon"},
+        ["localhost: nccl_tests_user is daemon, an existing account this role did not create (uid 1, shell "
+         "/usr/sbin/nologin): the role would change its shell and let the group's SSH key log into it on every node. "
+         "Nothing was changed. Fix: a name of its own (the default gpuops-nccl, which the role creates), or remove "
+         "that account."],
+    ),
     # The control: the role's defaults (its nccl-tests tarball and checksum included) and the hardware profile pass;
     # the first check of the node stops at this machine's OS.
     "valid_variables_on_an_unsupported_os": (

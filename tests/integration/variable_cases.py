@@ -57,7 +57,7 @@ BAD = {
         ("15 minutes", "not a duration"),
     ],
     "k8s_node_node_name": [('gpu-node-01"\n  taints: []', "not a Kubernetes node name"), ("GPU_Node", "lower-case")],
-    "k8s_node_ready_timeout": [(0, "out of range: from 30 to 3600")],
+    "k8s_node_ready_timeout": [(0, "out of range: from 1 to 3600")],
     "k8s_node_drain_timeout": [(0, "out of range: from 1 to 86400")],
     "nccl_tests_nccl_version": [("2.22.3-1 libfoo", "not a package version")],
     "nccl_tests_openmpi_version": [("5.0.7-1\n", "not a package version")],

@@ -100,8 +100,9 @@ def test_the_join_read_a_join_configuration_pinning_the_real_ca_hash_and_left_no
     # The role's join (the token test later joins cpu again through the vault path).
     join = next(c for c in calls(host) if c["command"] == "join")
     # The token never on kubeadm's command line.
-    assert join["args"] == ["--config", "/etc/kubernetes/gpuops-join.yaml"]
-    assert join["mode"] == "0o600"
+    assert join["args"] == ["--config", "/run/gpuops/k8s_node/join.yaml"]
+    # 0600, in a directory only root enters (the file is 0644 for an instant when Ansible creates it).
+    assert (join["mode"], join["dir_mode"]) == ("0o600", "0o700")
     config = join["config"]
     assert config["apiVersion"] == "kubeadm.k8s.io/v1beta4"
     assert config["kind"] == "JoinConfiguration"
@@ -116,12 +117,26 @@ def test_the_join_read_a_join_configuration_pinning_the_real_ca_hash_and_left_no
     )
     assert config["discovery"]["bootstrapToken"]["caCertHashes"] == [ca_hash]
     # The stand-in records the token's SHA-256: it is one the control plane created, with the role's 15 min TTL.
-    tokens = json.loads(cp(host).file("/var/lib/gpuops-standin/apiserver/tokens.json").content_string)
+    tokens = {
+        **json.loads(cp(host).file("/var/lib/gpuops-standin/apiserver/tokens.json").content_string),
+        **json.loads(cp(host).file("/var/lib/gpuops-standin/apiserver/tokens-deleted.json").content_string),
+    }
     digests = {"sha256:" + hashlib.sha256(f"{i}.{t['secret']}".encode()).hexdigest(): t for i, t in tokens.items()}
     created = digests[config["discovery"]["bootstrapToken"]["token"]]
     assert created["description"] == f"gpuops.bringup k8s_node join of {name(host)}"
     assert config["discovery"]["tlsBootstrapToken"] == config["discovery"]["bootstrapToken"]["token"]
-    assert not host.file("/etc/kubernetes/gpuops-join.yaml").exists
+    assert not host.file("/run/gpuops/k8s_node/join.yaml").exists
+
+
+def test_every_token_the_role_created_was_deleted_once_its_join_was_over(host):
+    only_on(host, "cp")
+    records = calls(host)
+    created = [c["token_id"] for c in records if c["command"] == "token create"
+               and any(a.startswith("--description=gpuops.bringup k8s_node") for a in c["args"])]  # fmt: skip
+    deleted = [i for c in records if c["command"] == "token delete" for i in c["token_ids"]]
+    live = json.loads(host.file("/var/lib/gpuops-standin/apiserver/tokens.json").content_string)
+    assert created and sorted(created) == sorted(deleted)
+    assert not set(created) & set(live)
 
 
 def test_the_token_was_created_with_a_short_ttl(host):

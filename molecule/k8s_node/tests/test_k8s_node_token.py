@@ -4,8 +4,8 @@ journal, logs or files outside the control plane's token store.
 The cpu node joins once more here through the vault path (a token created by hand on the control plane, given to
 the role as k8s_node_join_token): a known token, so the search cannot pass by looking for the wrong thing. Every
 token the scenario's runs created on the control plane (tokens.json, the stand-in API server's store, as a real
-cluster keeps them in Secrets) is searched for too. The positive control: the same search finds the tokens in that
-store.
+cluster keeps them in Secrets, and tokens-deleted.json, where the stand-in keeps those the role deleted after its
+join) is searched for too. The positive control: the same search finds the tokens in those stores.
 """
 
 from __future__ import annotations
@@ -20,19 +20,22 @@ import pytest
 
 KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
 STORE = "/var/lib/gpuops-standin/apiserver/tokens.json"
+# Where the stand-in keeps deleted tokens' secrets, for this search (a real cluster forgets them).
+DELETED = "/var/lib/gpuops-standin/apiserver/tokens-deleted.json"
+STORES = (STORE, DELETED)
 # Where a node could keep what a run gave it: the journal is searched separately.
-NODE_PATHS = "/etc /var/log /var/lib/kubelet /var/lib/gpuops-standin /root /tmp"
+NODE_PATHS = "/etc /var/log /var/lib/kubelet /var/lib/gpuops-standin /root /tmp /run"
 
 
 def node(host, which):
     return host.get_host(f"ansible://{which}", ansible_inventory=host.backend.ansible_inventory)
 
 
-def node_hits(host, secret, exclude=""):
+def node_hits(host, secret, exclude=()):
     """Files on the node holding secret, and whether the journal does."""
     files = host.run(f"grep -rlF -- {secret} {NODE_PATHS} 2>/dev/null").stdout.split()
     journal = host.run(f"journalctl --no-pager -o cat | grep -cF -- {secret}").stdout.strip()
-    return [f for f in files if f != exclude] + (["the journal"] if journal not in ("", "0") else [])
+    return [f for f in files if f not in exclude] + (["the journal"] if journal not in ("", "0") else [])
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +82,8 @@ def test_the_vault_join_succeeded_and_the_node_is_back(host, vault_join):
 
 def secrets(host, vault_token):
     """Every token the scenario made: the known one and those the control plane's store holds."""
-    store = json.loads(node(host, "cp").file(STORE).content_string)
-    return {vault_token} | {f"{token_id}.{t['secret']}" for token_id, t in store.items()}
+    stores = [json.loads(node(host, "cp").file(path).content_string) for path in STORES]
+    return {vault_token} | {f"{token_id}.{t['secret']}" for store in stores for token_id, t in store.items()}
 
 
 def test_no_token_in_ansibles_output_its_log_or_molecules_files(host, vault_join):
@@ -103,13 +106,15 @@ def test_no_token_on_any_node_outside_the_control_planes_store(host, vault_join)
     found = []
     for which in ("cp", "gpu", "cpu"):
         for secret in secrets(host, token):
-            hits = node_hits(node(host, which), secret.split(".")[1], exclude=STORE if which == "cp" else "")
+            hits = node_hits(node(host, which), secret.split(".")[1], exclude=STORES if which == "cp" else ())
             found += [f"{which}: {hit} has {secret[:6]}.…" for hit in hits]
     assert found == []
 
 
 def test_the_search_finds_the_tokens_where_they_are_kept(host, vault_join):
-    """The positive control: the control plane's store holds every token, the known one included."""
+    """The positive control: the control plane's stores hold every token, the known one included (the role's own
+    deleted, kept apart for this search)."""
     _proc, token = vault_join
     for secret in secrets(host, token):
-        assert node_hits(node(host, "cp"), secret.split(".")[1]) == [STORE]
+        assert len(node_hits(node(host, "cp"), secret.split(".")[1])) == 1
+        assert node_hits(node(host, "cp"), secret.split(".")[1])[0] in STORES

@@ -206,3 +206,28 @@ def _pod(name, phase="Running", owner="ReplicaSet", annotations=None):
 )  # fmt: skip
 def test_drain_leftovers(pods, left):
     assert kn.drain_leftovers(pods) == left
+
+
+class _Stat:
+    def __init__(self, mode, uid=1000):
+        self.st_mode, self.st_uid = 0o100000 | mode, uid
+
+
+@pytest.mark.parametrize(
+    ("path", "stat", "error", "warnings"),
+    [
+        ("", None, None, []),
+        ("/srv/admin.conf", _Stat(0o600), None, []),
+        ("/nonexistent/admin.conf", None, 'k8s_node_kubeconfig is "/nonexistent/admin.conf", which is not a file', []),
+        ("/srv/admin.conf", _Stat(0o644), None,
+         ["k8s_node_kubeconfig (/srv/admin.conf) is mode 0644: its credentials to the cluster are open to others on "
+          "the controller. Fix: chmod 600 it"]),
+        ("/srv/admin.conf", _Stat(0o640), None, ["is mode 0640: its credentials to the cluster are open to its group"]),
+        ("", _Stat(0o600, uid=0), None, ["k8s_node_kubeconfig (the client's default kubeconfig) belongs to uid 0"]),
+    ],
+)  # fmt: skip
+def test_kubeconfig_findings(path, stat, error, warnings):
+    found_error, found_warnings = kn.kubeconfig_findings("k8s_node_kubeconfig", path, stat, 1000)
+    assert (found_error is None) == (error is None) and (error is None or found_error.startswith(error))
+    assert len(found_warnings) == len(warnings)
+    assert all(w in f for w, f in zip(warnings, found_warnings, strict=True))

@@ -170,3 +170,24 @@ def test_records_keep_fresh_measurements_and_say_what_check_mode_did_not_run():
         "alltoall_perf not run (check mode) (gate 460)"
     )
     assert "not a measurement" in report["note"]
+
+
+@pytest.mark.parametrize(
+    ("user", "entry", "problem"),
+    [
+        ("gpuops-nccl", None, None),
+        ("gpuops-nccl", ["x", "998", "998", "gpuops.bringup nccl_tests benchmark user", "/home/gpuops-nccl", "/bin/sh"],
+         None),
+        # The role's account from before it marked them: its name, a system uid, its shell.
+        ("gpuops-nccl", ["x", "998", "998", "", "/home/gpuops-nccl", "/bin/sh"], None),
+        ("toor", ["x", "0", "0", "", "/root", "/bin/bash"], "nccl_tests_user toor is uid 0"),
+        ("alice", ["x", "1000", "1000", "Alice,,,", "/home/alice", "/bin/bash"],
+         "nccl_tests_user is alice, an existing account this role did not create (uid 1000, shell /bin/bash)"),
+        ("gpuops-nccl", ["x", "1001", "1001", "", "/home/gpuops-nccl", "/bin/bash"], "an existing account"),
+        ("daemon", ["x", "1", "1", "daemon", "/usr/sbin", "/usr/sbin/nologin"], "(uid 1, shell /usr/sbin/nologin)"),
+    ],
+)  # fmt: skip
+def test_user_problem(user, entry, problem):
+    found = nccl_tests_plan.user_problem(user, entry)
+    assert (found is None) == (problem is None), found
+    assert problem is None or problem in found

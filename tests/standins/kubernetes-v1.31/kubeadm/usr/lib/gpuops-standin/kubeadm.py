@@ -4,6 +4,8 @@
 - `kubeadm token create --print-join-command [--ttl D] [--description S]` (on the control plane: the bootstrap
   token is kept where the bench's stand-in API server reads it, the CA hash is computed from
   /etc/kubernetes/pki/ca.crt with openssl, as kubeadm does: sha256 of the DER SubjectPublicKeyInfo)
+- `kubeadm token delete ID...`: the token leaves the API server's store (cluster-info no longer signs for it); its
+  secret is kept apart, 0600, for the tests that search every node for a token that leaked
 - `kubeadm join --config FILE`: a JoinConfiguration (v1beta3 or v1beta4); discovery as kubeadm does it: the
   cluster-info ConfigMap from the API server, its JWS for the token's ID checked with the token's secret, the CA's
   public key checked against caCertHashes; then kubelet.conf, the CA, the kubelet's config and flags, kubelet
@@ -35,6 +37,7 @@ import yaml
 VERSION = "v@UPSTREAM@"
 RECORD = "/var/lib/gpuops-standin/kubeadm/calls.jsonl"
 TOKENS = "/var/lib/gpuops-standin/apiserver/tokens.json"
+DELETED = "/var/lib/gpuops-standin/apiserver/tokens-deleted.json"
 CA = "/etc/kubernetes/pki/ca.crt"
 KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
@@ -116,6 +119,35 @@ def token_create(args):
     print(f"kubeadm join {endpoint} --token {token_id}.{secret} --discovery-token-ca-cert-hash {digest} ")
 
 
+def load_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {}
+
+
+def token_delete(args):
+    if not args:
+        fail('missing subcommand; "token delete" is missing token for deletion', 2)
+    with open(TOKENS + ".lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        tokens, deleted = load_json(TOKENS), load_json(DELETED)
+        for token_id in args:
+            if token_id not in tokens:
+                fail(f'bootstrap token "{token_id}" not found')
+            deleted[token_id] = tokens.pop(token_id)
+        for path, data in ((DELETED, deleted), (TOKENS, tokens)):
+            new = f"{path}.{os.getpid()}"
+            with open(new, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.chmod(new, 0o600)
+            os.replace(new, path)
+    record({"command": "token delete", "token_ids": args})
+    for token_id in args:
+        print(f'bootstrap token "{token_id}" deleted')
+
+
 def get_json(url):
     with urllib.request.urlopen(url, timeout=10) as resp:
         return json.load(resp)
@@ -139,7 +171,8 @@ def join(args):
         discovery["bootstrapToken"]["token"] = redact(token)
     if "tlsBootstrapToken" in discovery:
         discovery["tlsBootstrapToken"] = redact(discovery["tlsBootstrapToken"])
-    record({"command": "join", "args": args, "config": recorded, "mode": oct(os.stat(path).st_mode & 0o777)})
+    record({"command": "join", "args": args, "config": recorded, "mode": oct(os.stat(path).st_mode & 0o777),
+            "dir_mode": oct(os.stat(os.path.dirname(path)).st_mode & 0o777)})  # fmt: skip
     match = TOKEN.match(token)
     if not match:
         fail(f'the bootstrap token "{redact(token)}" was not of the form "^([a-z0-9]{{6}})\\.([a-z0-9]{{16}})$"')
@@ -267,6 +300,8 @@ def main(argv):
         )
     elif argv[:2] == ["token", "create"]:
         token_create(argv[2:])
+    elif argv[:2] == ["token", "delete"]:
+        token_delete(argv[2:])
     elif argv[:1] == ["join"]:
         join(argv[1:])
     elif argv[:2] == ["upgrade", "node"]:
