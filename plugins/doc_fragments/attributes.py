@@ -38,3 +38,20 @@ attributes:
   platform:
     platforms: posix
 """
+
+    # An action that reads the controller only (files, the inventory) and changes nothing.
+    CONTROLLER_CHECK = r"""
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  platform:
+    platforms: all
+"""

@@ -5,29 +5,20 @@
 from __future__ import annotations
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping
-
-
-def _plain(value):
-    # Ansible hands templates tagged str subclasses; messages and regexes want plain values.
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
 
 
 def cuda_toolkit_input_problems(source, versions, default, driver_branch):
     """Problems with cuda_toolkit's variables (and nvidia_driver_branch), each with the fix; [] when none."""
-    return cuda_toolkit.input_problems(_plain(source), _plain(versions), _plain(default), _plain(driver_branch))
+    return cuda_toolkit.input_problems(plain(source), plain(versions), plain(default), plain(driver_branch))
 
 
 def cuda_toolkit_plan(packages, versions, default, table, host):
     """{problem, toolkits, default}: the toolkits the source installs, at which versions, under which CUDA roots."""
     return cuda_toolkit.distribution_plan(
         mapping(packages, "package_info's packages", "cuda_toolkit_plan"),
-        _plain(versions),
-        _plain(default),
+        plain(versions),
+        plain(default),
         mapping(table, "the source's table", "cuda_toolkit_plan"),
         str(host),
     )
@@ -39,8 +30,8 @@ def cuda_toolkit_repository_plan(index, packages, versions, default, table, host
     return cuda_toolkit.repository_plan(
         mapping(index, "repository_index's packages", "cuda_toolkit_repository_plan"),
         mapping(packages, "package_info's packages", "cuda_toolkit_repository_plan"),
-        _plain(versions),
-        _plain(default),
+        plain(versions),
+        plain(default),
         mapping(table, "the source's table", "cuda_toolkit_repository_plan"),
         str(host),
     )

@@ -7,23 +7,12 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import kubernetes_node
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping
-
-
-def _plain(value):
-    # Ansible hands templates tagged str/dict/list subclasses; the checks want plain values.
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
 
 
 def k8s_node_input_problems(variables):
     """Problems with k8s_node's variables, each naming the variable, the value and the fix; [] when none."""
-    return kubernetes_node.input_problems(_plain(mapping(variables, "the role's variables", "k8s_node_input_problems")))
+    return kubernetes_node.input_problems(plain(mapping(variables, "the role's variables", "k8s_node_input_problems")))
 
 
 def k8s_node_skew_problem(version, control_plane_version, where):
@@ -35,7 +24,7 @@ def kubernetes_drain_leftovers(pods):
     """namespace/name of the pods a drain left on its node (DaemonSet, mirror and finished pods aside)."""
     if not isinstance(pods, list):
         raise AnsibleFilterError(f"gpuops.bringup.kubernetes_drain_leftovers needs a list of pods, got {pods!r}")
-    return kubernetes_node.drain_leftovers(_plain(pods))
+    return kubernetes_node.drain_leftovers(plain(pods))
 
 
 def k8s_node_join_command(text):
@@ -45,26 +34,26 @@ def k8s_node_join_command(text):
 
 def k8s_node_labels(gpu, hardware, rack, prefix, extra):
     """The node's labels from gpu_facts, the hardware profile, the rack and the user's labels."""
-    return kubernetes_node.node_labels(_plain(gpu), _plain(hardware), str(rack), str(prefix), _plain(extra))
+    return kubernetes_node.node_labels(plain(gpu), plain(hardware), str(rack), str(prefix), plain(extra))
 
 
 def k8s_node_patch(node, labels, taints, prefix):
     """The merge patch that brings the Node to the labels and taints; {} when it has them."""
     return kubernetes_node.node_patch(
-        _plain(mapping(node, "the Node object", "k8s_node_patch")), _plain(labels), _plain(taints), str(prefix)
+        plain(mapping(node, "the Node object", "k8s_node_patch")), plain(labels), plain(taints), str(prefix)
     )
 
 
 def k8s_node_ready(node, what="ready"):
     """Whether the Node is Ready, or (what=reason) why not."""
-    return kubernetes_node.ready(_plain(mapping(node, "the Node object", "k8s_node_ready")), str(what))
+    return kubernetes_node.ready(plain(mapping(node, "the Node object", "k8s_node_ready")), str(what))
 
 
 def k8s_node_verify_problems(read, node, version, packages, sandbox_image, nvidia, labels, taints, prefix):
     """What the node, read again, lacks of the role's settings; [] when nothing."""
     return kubernetes_node.verify_problems(
-        str(read), _plain(mapping(node, "the Node object", "k8s_node_verify_problems")), str(version),
-        _plain(packages), str(sandbox_image), bool(nvidia), _plain(labels), _plain(taints), str(prefix),
+        str(read), plain(mapping(node, "the Node object", "k8s_node_verify_problems")), str(version),
+        plain(packages), str(sandbox_image), bool(nvidia), plain(labels), plain(taints), str(prefix),
     )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ a reboot."""
 from __future__ import annotations
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import rdma_fabric
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import plain
 
 
 def _doca_plan(index, installed, profile, release, url, host):
@@ -29,19 +30,8 @@ def _doca_reboot(ib_core, installed, planned, host):
     )
 
 
-def _plain(value):
-    # Ansible hands templates tagged str/dict/list subclasses; the checks want plain values.
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _input_problems(variables, doca_releases, ports):
-    return rdma_fabric.input_problems(_plain(dict(variables)), [str(r) for r in doca_releases], int(ports or 0))
+    return rdma_fabric.input_problems(plain(dict(variables)), [str(r) for r in doca_releases], int(ports or 0))
 
 
 class FilterModule:

@@ -5,24 +5,13 @@
 from __future__ import annotations
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import variables
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping
-
-
-def _plain(value):
-    # Ansible hands templates tagged str/dict/list subclasses; the checks want plain values.
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
 
 
 def variable_problems(values, where_used=False):
     """Problems with the variables given (a mapping name -> value), each naming the variable, the value and the fix;
     where_used also checks those a role checks only where it uses them."""
-    return variables.variable_problems(_plain(mapping(values, "the variables", "variable_problems")), bool(where_used))
+    return variables.variable_problems(plain(mapping(values, "the variables", "variable_problems")), bool(where_used))
 
 
 class FilterModule:

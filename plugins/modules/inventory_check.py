@@ -25,19 +25,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
-  platform:
-    platforms: all
+  - gpuops.bringup.attributes.controller_check
 """
 
 EXAMPLES = r"""

@@ -15,7 +15,7 @@ description:
   - Warns when the file (or, for an empty O(path), the client's default - C($K8S_AUTH_KUBECONFIG), else
     C(~/.kube/config)) is readable or writable by its group or others, or owned by another user than the one running
     Ansible - it holds the cluster's credentials.
-  - The rights the roles need are few (nodes get and patch, pods get and list, pods/eviction create): the README of
+  - The rights the roles need are few (nodes get and patch, pods get and list, pods/eviction create) - the README of
     the k8s_node role has the ClusterRole.
 author: gpuops.bringup developers (@gpuops)
 options:
@@ -30,19 +30,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
-  platform:
-    platforms: all
+  - gpuops.bringup.attributes.controller_check
 """
 
 EXAMPLES = r"""

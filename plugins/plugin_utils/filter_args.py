@@ -12,3 +12,15 @@ def mapping(value, what, name):
     if not isinstance(value, dict):
         raise AnsibleFilterError(f"gpuops.bringup.{name} needs {what} (a mapping), got {type(value).__name__}")
     return value
+
+
+def plain(value):
+    """value with Ansible's tagged str, dict and list subclasses (what templates hand filters) as plain ones, nested
+    too: the checks compare types and run regular expressions on them."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
