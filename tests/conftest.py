@@ -14,7 +14,13 @@ test ids through an attribute pytest 9 no longer reads.)
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+# Helpers every test directory shares (signing.py) import by their module name.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # Test ids are relative to the rootdir that tests/run.py names.
 MOLECULE_TESTS = "tests/molecule/"

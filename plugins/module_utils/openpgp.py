@@ -18,8 +18,7 @@ import re
 from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
 
 PUBLIC_KEY_TAG = 6
-BEGIN = b"-----BEGIN PGP PUBLIC KEY BLOCK-----"
-END = b"-----END PGP PUBLIC KEY BLOCK-----"
+PUBLIC_KEY_BLOCK = b"PUBLIC KEY BLOCK"
 # A key file is kilobytes (NVIDIA's: 1.7 KB; Debian's archive keyring: 100 KB).
 MAX_KEY_FILE = 4 * 1024 * 1024
 
@@ -28,20 +27,22 @@ class KeyFileError(parsing.ParseError):
     """Not an OpenPGP public key file; the message says why."""
 
 
-def dearmor(data):
-    """The binary key of an ASCII-armored key file (its armor headers and CRC line dropped); binary data as is.
+def dearmor(data, block=PUBLIC_KEY_BLOCK):
+    """The binary packets of an ASCII-armored file (its armor headers and CRC line dropped); binary data as is.
+    block: the armor's kind (C(-----BEGIN PGP <block>-----)), a key file's or b"SIGNATURE".
 
     The armor is found by plain search: a regular expression from BEGIN to END scanned to the end of the file
     from every BEGIN, quadratic in a file repeating BEGIN."""
     if len(data) > MAX_KEY_FILE:
-        raise KeyFileError(f"the key file is {len(data)} bytes, more than any key file ({MAX_KEY_FILE})")
-    begin = data.find(BEGIN)
+        raise KeyFileError(f"the file is {len(data)} bytes, more than any key or signature file ({MAX_KEY_FILE})")
+    begin_line, end_line = b"-----BEGIN PGP " + block + b"-----", b"-----END PGP " + block + b"-----"
+    begin = data.find(begin_line)
     if begin < 0:
         return data
-    newline = data.find(b"\n", begin + len(BEGIN))
-    end = data.find(END, begin + len(BEGIN))
-    if newline < 0 or end < 0 or data[begin + len(BEGIN) : newline].strip(b"\r"):
-        raise KeyFileError("the armored key has no body between its BEGIN and END lines")
+    newline = data.find(b"\n", begin + len(begin_line))
+    end = data.find(end_line, begin + len(begin_line))
+    if newline < 0 or end < 0 or data[begin + len(begin_line) : newline].strip(b"\r"):
+        raise KeyFileError("the armor has no body between its BEGIN and END lines")
     lines = [line.strip() for line in data[newline + 1 : end].splitlines()]
     # Armor headers ("Version: ...", "Comment: ...") end at the first blank line; the "=" line is the CRC.
     if b"" in lines:
@@ -50,7 +51,7 @@ def dearmor(data):
     try:
         return base64.b64decode(encoded, validate=True)
     except binascii.Error as exc:
-        raise KeyFileError(f"the armored key is not valid base64: {exc}") from exc
+        raise KeyFileError(f"the armor is not valid base64: {exc}") from exc
 
 
 def packets(data):

@@ -20,8 +20,14 @@ description:
     hide versions). So any metadata compression dnf reads is read. The packages of every module stream are listed
     (C(module_hotfixes)), so a modular repository such as NVIDIA's, whose driver branches are streams, is read whole,
     not only the streams the node has enabled.
-  - A read for planning only - the index's signature is not checked here; the package manager checks it, with the
-    key, once the repository is added (M(gpuops.bringup.package_repository)).
+  - With O(key_url) and apt, the index is trusted only as apt trusts it. The repository's C(InRelease) (or
+    C(Release) with C(Release.gpg)) must carry a signature by a key of the key file (an RSA or Ed25519 primary key,
+    or a signing subkey bound to it; SHA-1 signatures refused), and C(Packages.gz) must have the SHA-256 and size
+    that Release lists; otherwise the task fails. The caller pins the key file (C(key_fingerprints)), so the index
+    is the pinned key's. Key expiry and C(Valid-Until) are left to apt, which checks them once the repository is
+    added (M(gpuops.bringup.package_repository)).
+  - With dnf, or without O(key_url), a read for planning only, its signature not checked here; the package manager
+    checks it, with the key, once the repository is added.
   - With O(mirror_url), both are fetched from C(<mirror_url>/<upstream host>/<upstream path>), like
     M(gpuops.bringup.package_repository).
 author: gpuops.bringup developers (@gpuops)
@@ -100,6 +106,18 @@ key_url:
   description: The key URL read (mirrored), or null without O(key_url).
   returned: always
   type: str
+release_url:
+  description: The signed Release read (C(InRelease), else C(Release)), or null when none was verified.
+  returned: always
+  type: str
+  sample: http://mirror.example.com/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/InRelease
+signed_by:
+  description: >-
+    The primary fingerprint of the key file's key whose signature of the Release verified, or null when none was
+    verified (dnf, no O(key_url), or a key file with no key - C(key_problem)).
+  returned: always
+  type: str
+  sample: EB693B3035CD5710E231E123A4B469963BF863CC
 """
 
 import hashlib
@@ -109,7 +127,14 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import apt, openpgp, parsing, repositories, rpm
+from ansible_collections.gpuops.bringup.plugins.module_utils import (
+    apt,
+    openpgp,
+    parsing,
+    repositories,
+    rpm,
+    signed_release,
+)
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 
 # The id dnf knows the repository by while it reads it.
@@ -119,9 +144,12 @@ DNF_REPO_ID = "gpuops-index"
 MAX_INDEX_BYTES = 64 * 1024 * 1024
 
 
-def download(module, url, what, limit=None):
+def download(module, url, what, limit=None, missing_ok=False):
+    """The body at url, at most limit bytes; None for a 404 when missing_ok, else the task fails."""
     limit = MAX_INDEX_BYTES if limit is None else limit
     response, info = fetch_url(module, url, timeout=60)
+    if missing_ok and info.get("status") == 404:
+        return None
     if response is None or info.get("status") not in (200, None):
         module.fail_json(
             msg=f"could not download {what} from {url}: {info.get('msg', 'no answer')} (status "
@@ -136,13 +164,36 @@ def download(module, url, what, limit=None):
 
 
 def apt_index(module, url):
+    """(index URL, {name: versions}, the compressed index as downloaded)."""
     index_url = url + "/Packages.gz"
     data = download(module, index_url, "the repository's package index")
     try:
         text = parsing.decompress(data).decode("utf-8", errors="replace")
     except parsing.ParseError as exc:
         module.fail_json(msg=f"{index_url} is not a gzip-compressed package index: {exc}", url=index_url)
-    return index_url, apt.parse_packages_index(text, module.params["names"])
+    return index_url, apt.parse_packages_index(text, module.params["names"]), data
+
+
+def verified_release(module, url, key, key_url):
+    """(Release URL, the signer's primary fingerprint, the Release text) of a flat apt repository, read as apt reads
+    it: InRelease, else Release and Release.gpg; the task fails unless the key file's key signed it."""
+    release_url = url + "/InRelease"
+    inline = download(module, release_url, "the repository's signed Release", signed_release.MAX_RELEASE, True)
+    try:
+        if inline is not None:
+            data, signature = signed_release.cleartext(inline.decode("utf-8", errors="replace"))
+        else:
+            release_url = url + "/Release"
+            data = download(module, release_url, "the repository's Release", signed_release.MAX_RELEASE)
+            signature = download(module, release_url + ".gpg", "the Release's signature", openpgp.MAX_KEY_FILE)
+        signer = signed_release.verify(data, signature, key)
+    except signed_release.SignatureError as exc:
+        module.fail_json(
+            msg=f"the repository's Release {release_url} is not signed by the key {key_url}: {exc}; nothing from it "
+            "is trusted. Check that the mirror holds this repository as its vendor signed it, and the key's pins",
+            url=release_url,
+        )
+    return release_url, signer, data.decode("utf-8", errors="replace")
 
 
 def dnf_index(module, url):
@@ -192,8 +243,11 @@ def main():
         if problem:
             module.fail_json(msg=f"{option} {p[option]!r} is not usable: {problem}")
     url = repositories.mirrored(p["url"].rstrip("/"), p["mirror_url"])
-    index_url, packages = (apt_index if p["manager"] == "apt" else dnf_index)(module, url)
-    key_url = key_sha256 = key_fingerprints = key_problem = None
+    if p["manager"] == "apt":
+        index_url, packages, index = apt_index(module, url)
+    else:
+        index_url, packages = dnf_index(module, url)
+    key_url = key_sha256 = key_fingerprints = key_problem = release_url = signed_by = None
     if p["key_url"]:
         key_url = repositories.mirrored(p["key_url"], p["mirror_url"])
         key = download(module, key_url, "the repository's signing key", openpgp.MAX_KEY_FILE)
@@ -202,6 +256,13 @@ def main():
             key_fingerprints = openpgp.primary_fingerprints(key)
         except openpgp.KeyFileError as exc:
             key_problem = str(exc)
+    # No key to verify with is the caller's to refuse (key_problem against its pins); dnf checks its own.
+    if key_fingerprints and p["manager"] == "apt":
+        release_url, signed_by, release = verified_release(module, url, key, key_url)
+        try:
+            signed_release.check_index(release, "Packages.gz", index)
+        except signed_release.SignatureError as exc:
+            module.fail_json(msg=f"{index_url} is not the index {release_url} signed: {exc}", url=index_url)
     module.exit_json(
         changed=False,
         packages=packages,
@@ -210,6 +271,8 @@ def main():
         key_sha256=key_sha256,
         key_fingerprints=key_fingerprints,
         key_problem=key_problem,
+        release_url=release_url,
+        signed_by=signed_by,
     )
 
 

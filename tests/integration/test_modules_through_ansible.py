@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from signing import Signer, flat_repo
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -235,6 +236,22 @@ CASES = {
         {"files": {"repo/Packages.gz": gzip.compress(b"Package: libnccl2\nVersion: 2.22.3-1+cuda12.6\n\n")}},
         ok(lambda r: r["packages"] == {"libnccl2": ["2.22.3-1+cuda12.6"]}),
     ),
+    "repo_index_signed": (
+        "repository_index",
+        {"url": "file://{case}/repo", "names": ["libnccl2"], "key_url": "file://{case}/key.asc"},
+        {"files": lambda case_dir: signed_repo(case_dir, "repository")},
+        ok(
+            lambda r: (
+                r["packages"] == {"libnccl2": ["2.22.3-1+cuda12.6"]} and r["signed_by"] == r["key_fingerprints"][0]
+            )
+        ),
+    ),
+    "repo_index_signed_by_another_key": (
+        "repository_index",
+        {"url": "file://{case}/repo", "names": ["libnccl2"], "key_url": "file://{case}/key.asc"},
+        {"files": lambda case_dir: signed_repo(case_dir, "stranger")},
+        refused("is not signed by the key file://"),
+    ),
     "repo_index_corrupt": (
         "repository_index",
         {"url": "file://{case}/repo", "names": ["libnccl2"]},
@@ -251,6 +268,16 @@ CASES = {
 MODULES = sorted({module for module, *_rest in CASES.values()})
 
 
+def signed_repo(case_dir: Path, signed_by: str) -> dict:
+    """A flat repository (repo/) and a key (key.asc, of "repository"), its Release signed by signed_by's key."""
+    owner = Signer(case_dir / "gpg-repository", "repository")
+    signer = owner if signed_by == "repository" else Signer(case_dir / f"gpg-{signed_by}", signed_by)
+    files = flat_repo(case_dir / "build", signer, b"Package: libnccl2\nVersion: 2.22.3-1+cuda12.6\n\n")
+    owner.close()
+    signer.close()
+    return {"key.asc": owner.key, **{f"repo/{name}": data for name, data in files.items()}}
+
+
 def stage(case_dir: Path, tools: dict) -> bool:
     """The case's stand-ins and files under case_dir; True when it runs in check mode."""
     (case_dir / "bin").mkdir(parents=True)
@@ -260,7 +287,8 @@ def stage(case_dir: Path, tools: dict) -> bool:
         if tool == "check_mode":
             continue
         if tool == "files":
-            for name, data in entries.items():
+            # A callable makes its files at staging time (a signed repository needs gpg and the case's directory).
+            for name, data in (entries(case_dir) if callable(entries) else entries).items():
                 (case_dir / name).parent.mkdir(parents=True, exist_ok=True)
                 (case_dir / name).write_bytes(data)
             continue

@@ -32,6 +32,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import (  # noqa: E
     pci,
     perftest,
     rpm,
+    signed_release,
     simulation,
     xid,
 )
@@ -68,6 +69,15 @@ class Parser:
         found += [s.encode() if self.binary else s for s in self.seeds]
         assert found, f"{self.name}: no capture matches {self.fixtures} and no seed given"
         return found
+
+
+RELEASE = (FIXTURES / "apt" / "bookworm.Release").read_bytes()
+RELEASE_KEY = (FIXTURES / "openpgp" / "debian-archive-bookworm-automatic.asc").read_bytes()
+
+
+def _release_signature(signature):
+    """A Release signature (Release.gpg) checked as repository_index checks it: over the Release, with a real key."""
+    return signed_release.verify(RELEASE, signature, RELEASE_KEY)
 
 
 def _xid(text):
@@ -263,6 +273,29 @@ PARSERS = [
         (openpgp.KeyFileError,),
         binary=True,
         hostile=(("", "-----BEGIN PGP PUBLIC KEY BLOCK-----\n", ""),),
+    ),
+    Parser(
+        "signed_release.cleartext",
+        lambda t: [part.decode("utf-8") for part in signed_release.cleartext(t)],
+        ("apt/*.InRelease",),
+        (signed_release.SignatureError,),
+        hostile=(("-----BEGIN PGP SIGNED MESSAGE-----\n", "- -\t \n", "-----BEGIN PGP SIGNATURE-----\n"),),
+    ),
+    Parser("signed_release.sha256_table", signed_release.sha256_table, ("apt/*.Release", "apt/*.InRelease")),
+    Parser(
+        "signed_release.verify",
+        _release_signature,
+        ("apt/*.Release.gpg",),
+        (signed_release.SignatureError,),
+        binary=True,
+        hostile=(("", "-----BEGIN PGP SIGNATURE-----\n", ""),),
+    ),
+    Parser(
+        "signed_release.signing_keys",
+        lambda b: sorted(signed_release.signing_keys(b)),
+        ("openpgp/*",),
+        (signed_release.SignatureError,),
+        binary=True,
     ),
     Parser("dkms.parse_dkms_status", dkms.parse_dkms_status, ("dkms/*.status.txt",)),
     Parser("dkms.parse_make_log", _make_log, ("dkms/*.make.log",)),

@@ -16,6 +16,7 @@ GPG = {
     "debian-archive-bookworm-stable.asc": "4D64FEC119C2029067D6E791F8D2585B8783D481",
     "debian-archive-trixie-automatic.asc": "04B54C3CDCA79751B16BC6B5225629DF75B188BD",
     "debian-archive-bookworm-security-automatic.gpg": "05AB90340C0C5E797F44A8C8254CF3B5AEC0A8F0",
+    "debian-archive-bookworm-automatic.asc": "B8B80B5B623EAB6AD8775C45B7C5D7D6350947F8",
 }
 
 

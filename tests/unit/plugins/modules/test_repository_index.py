@@ -1,4 +1,5 @@
-"""repository_index's main(): a flat repository's Packages.gz and key served from a table, through the mirror."""
+"""repository_index's main(): a flat repository's Packages.gz, Release and key served from a table, through the mirror;
+the Release signed with gpg by throwaway keys (tests/signing.py), the key files also Debian's real ones."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import io
 from pathlib import Path
 
 import pytest
+from signing import Signer, flat_repo
 
 from ansible_collections.gpuops.bringup.plugins.modules import repository_index
 
@@ -36,12 +38,32 @@ def served(monkeypatch):
     return table
 
 
-def test_versions_and_key_checksum_through_the_mirror(run_module, command_table, served):
-    served[f"{MIRRORED}/Packages.gz"] = gzip.compress(INDEX)
-    served[f"{MIRRORED}/3bf863cc.pub"] = KEY
-    args = {"url": UPSTREAM, "names": ["nvidia-fabricmanager-535", "nvidia-fabricmanager"],
-            "key_url": UPSTREAM + "3bf863cc.pub", "mirror_url": MIRROR}  # fmt: skip
-    result, failed = run_module(repository_index.main, args, command_table({}, {}), check_mode=True)
+@pytest.fixture(scope="module")
+def signer(tmp_path_factory):
+    made = Signer(tmp_path_factory.mktemp("gpg") / "home", "repository")
+    yield made
+    made.close()
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory, signer):
+    """The files of a flat repository carrying INDEX, signed by signer."""
+    return flat_repo(tmp_path_factory.mktemp("repo"), signer, INDEX)
+
+
+def serve(served, repo, signer, *, files=("Packages.gz", "InRelease", "Release", "Release.gpg"), key=None):
+    for name in files:
+        served[f"{MIRRORED}/{name}"] = repo[name]
+    served[f"{MIRRORED}/3bf863cc.pub"] = signer.key if key is None else key
+
+
+ARGS = {"url": UPSTREAM, "names": ["nvidia-fabricmanager-535", "nvidia-fabricmanager"],
+        "key_url": UPSTREAM + "3bf863cc.pub", "mirror_url": MIRROR}  # fmt: skip
+
+
+def test_versions_and_key_checksum_through_the_mirror(run_module, command_table, served, repo, signer):
+    serve(served, repo, signer)
+    result, failed = run_module(repository_index.main, ARGS, command_table({}, {}), check_mode=True)
     assert not failed, result
     assert result["changed"] is False
     assert result["packages"] == {
@@ -49,12 +71,70 @@ def test_versions_and_key_checksum_through_the_mirror(run_module, command_table,
         "nvidia-fabricmanager": [],
     }
     assert result["index_url"] == f"{MIRRORED}/Packages.gz"
-    assert result["key_sha256"] == hashlib.sha256(KEY).hexdigest()
-    assert result["key_fingerprints"] == [KEY_FINGERPRINT]
+    assert result["key_sha256"] == hashlib.sha256(signer.key).hexdigest()
+    assert result["key_fingerprints"] == [signer.fingerprint]
     assert result["key_problem"] is None
+    assert result["release_url"] == f"{MIRRORED}/InRelease"
+    assert result["signed_by"] == signer.fingerprint
+
+
+def test_without_inrelease_release_and_its_detached_signature(run_module, command_table, served, repo, signer):
+    serve(served, repo, signer, files=("Packages.gz", "Release", "Release.gpg"))
+    result, failed = run_module(repository_index.main, ARGS, command_table({}, {}), check_mode=True)
+    assert not failed, result
+    assert (result["release_url"], result["signed_by"]) == (f"{MIRRORED}/Release", signer.fingerprint)
+
+
+def test_a_release_another_key_signed_fails_before_its_index_is_trusted(
+    run_module, command_table, served, repo, signer, tmp_path
+):
+    """A mirror serving the pinned key beside an index someone else signed: the versions are not returned."""
+    stranger = Signer(tmp_path / "home", "stranger")
+    signed_by_stranger = stranger.clearsign(repo["Release"])
+    stranger.close()
+    serve(served, repo, signer, key=KEY)
+    result, failed = run_module(repository_index.main, ARGS, command_table({}, {}))
+    assert failed
+    assert "packages" not in result
+    assert result["msg"] == (
+        f"the repository's Release {MIRRORED}/InRelease is not signed by the key {MIRRORED}/3bf863cc.pub: no signature "
+        f"of it verifies with the key file's keys: it is signed by {signer.fingerprint}; nothing from it is trusted. "
+        "Check that the mirror holds this repository as its vendor signed it, and the key's pins"
+    )
+    served[f"{MIRRORED}/InRelease"] = signed_by_stranger
+    served[f"{MIRRORED}/3bf863cc.pub"] = signer.key
+    result, failed = run_module(repository_index.main, ARGS, command_table({}, {}))
+    assert failed
+    assert f"it is signed by {stranger.fingerprint}" in result["msg"]
+
+
+def test_an_index_the_release_does_not_list_fails(run_module, command_table, served, repo, signer):
+    """A Packages.gz changed after signing (or a mirror half-way through a sync)."""
+    serve(served, repo, signer)
+    changed = gzip.compress(INDEX + b"\nPackage: nvidia-fabricmanager-535\nVersion: 999-1\n")
+    served[f"{MIRRORED}/Packages.gz"] = changed
+    result, failed = run_module(repository_index.main, ARGS, command_table({}, {}))
+    assert failed
+    assert "packages" not in result
+    listed = repo["Packages.gz"]
+    assert result["msg"] == (
+        f"{MIRRORED}/Packages.gz is not the index {MIRRORED}/InRelease signed: Packages.gz is {len(changed)} bytes "
+        f"with SHA-256 {hashlib.sha256(changed).hexdigest()}; the signed Release lists {len(listed)} bytes "
+        f"with {hashlib.sha256(listed).hexdigest()} (a mirror out of date, or changed)"
+    )
+
+
+def test_a_repository_without_any_release_fails(run_module, command_table, served, repo, signer):
+    serve(served, repo, signer, files=("Packages.gz",))
+    result, failed = run_module(repository_index.main, ARGS, command_table({}, {}))
+    assert failed
+    assert result["msg"].startswith(
+        f"could not download the repository's Release from {MIRRORED}/Release: HTTP Error 404"
+    )
 
 
 def test_a_key_url_that_serves_no_key_says_why(run_module, command_table, served):
+    """No key to verify with: the caller refuses key_problem against its pins, so nothing is verified here."""
     served[f"{MIRRORED}/Packages.gz"] = gzip.compress(INDEX)
     served[f"{MIRRORED}/3bf863cc.pub"] = b"<html>mirror error page</html>"
     args = {"url": UPSTREAM, "names": ["nvidia-fabricmanager-535"], "key_url": UPSTREAM + "3bf863cc.pub",
@@ -63,6 +143,7 @@ def test_a_key_url_that_serves_no_key_says_why(run_module, command_table, served
     assert not failed, result
     assert result["key_fingerprints"] is None
     assert result["key_problem"] == "byte 0 is no OpenPGP packet header"
+    assert (result["release_url"], result["signed_by"]) == (None, None)
 
 
 def test_a_mirror_without_the_repository_fails_naming_the_url(run_module, command_table, served):
@@ -154,6 +235,8 @@ def test_dnf_reads_an_rpm_md_repository_through_the_mirror_and_leaves_no_cache(
     assert result["packages"] == {"cuda-toolkit-12-4": ["12.4.0-1", "12.4.1-1"], "cuda-toolkit-11-8": []}
     assert result["index_url"] == f"{RHEL9_MIRRORED}/repodata/repomd.xml"
     assert result["key_fingerprints"] == [KEY_FINGERPRINT]
+    # dnf checks the repository's signatures itself once it is added (gpgcheck): nothing verified here.
+    assert (result["release_url"], result["signed_by"]) == (None, None)
     assert not dnf_cache.exists()
 
 

@@ -1,0 +1,62 @@
+"""Flat apt repositories signed by throwaway keys, made with gpg and apt-ftparchive as the bench makes its mirror's.
+
+For the tests of the Release signature check (module_utils signed_release, repository_index) where the shape a test
+needs (dash-escaped lines, a subkey, a tampered index) is in no captured repository. Real tools, real signatures:
+only the keys are new for each test session.
+"""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+from pathlib import Path
+
+
+class Signer:
+    """One gpg home holding one key; the key's armored export and fingerprint."""
+
+    def __init__(self, home: Path, name: str, algorithm: str = "ed25519", subkey: str | None = None):
+        self.home = home
+        home.mkdir(parents=True, mode=0o700)
+        uid = f"{name} <{name}@gpuops.test>"
+        self.gpg("--passphrase", "", "--quick-gen-key", uid, algorithm, "sign", "never")
+        listing = self.gpg("--with-colons", "--list-keys").stdout.splitlines()
+        self.fingerprint = next(line.split(":")[9] for line in listing if line.startswith("fpr:"))
+        if subkey:
+            self.gpg("--passphrase", "", "--quick-add-key", self.fingerprint, subkey, "sign", "never")
+        self.key = self.gpg("--armor", "--export", self.fingerprint, text=False).stdout
+
+    def gpg(self, *args: str, data: bytes | None = None, text: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            ["gpg", "--homedir", str(self.home), "--batch", "--yes", "--quiet", *args],
+            input=data,
+            capture_output=True,
+            check=True,
+        )
+        if text:
+            proc.stdout = proc.stdout.decode()
+        return proc
+
+    def close(self) -> None:
+        """Stop the gpg-agent gpg started for this home, which would otherwise outlive the test."""
+        subprocess.run(["gpgconf", "--homedir", str(self.home), "--kill", "all"], capture_output=True, check=True)
+
+    def clearsign(self, data: bytes, *options: str) -> bytes:
+        return self.gpg("--clearsign", *options, data=data, text=False).stdout
+
+    def detach(self, data: bytes, *options: str) -> bytes:
+        return self.gpg("--detach-sign", *options, data=data, text=False).stdout
+
+
+def flat_repo(directory: Path, signer: Signer, packages: bytes) -> dict:
+    """{name: bytes} of a flat repository ("deb URL /") in directory: Packages.gz, the Release apt-ftparchive writes
+    for it, InRelease and Release.gpg by signer."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "Packages.gz").write_bytes(gzip.compress(packages, mtime=0))
+    release = subprocess.run(["apt-ftparchive", "release", "."], cwd=directory, capture_output=True, check=True).stdout
+    return {
+        "Packages.gz": (directory / "Packages.gz").read_bytes(),
+        "Release": release,
+        "InRelease": signer.clearsign(release),
+        "Release.gpg": signer.detach(release),
+    }
