@@ -382,15 +382,6 @@ def drain_leftovers(pods):
     return sorted(left)
 
 
-# What the roles do through the Kubernetes API with the controller's kubeconfig (docs: roles/k8s_node/README.md,
-# "Kubernetes API rights"): the least a ClusterRole for it grants.
-RBAC_RULES = (
-    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]},
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
-    {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
-)
-
-
 def kubeconfig_findings(variable, path, stat, uid):
     """(error, warnings) for the kubeconfig the controller reaches the API with. path: as given ("" for the client's
     default); stat: os.stat_result of the file it names, or None when there is none; uid: the controller user's.

@@ -16,7 +16,11 @@ real kubectl (get, delete of Nodes, in the tests) ask:
   (HMAC-SHA256 of the kubeconfig with the token's secret; the real one is a detached JWS, same key) for the tokens
   `kubeadm token create` (stand-in) keeps in tokens.json, expired ones left out.
 
-Plain HTTP, no authentication: the bench's network reaches nothing else. State lives in nodes.json; every change
+Plain HTTP. No authentication unless rbac.json is in the state directory ({"tokens": {bearer token: {"user": name,
+"rules": [ClusterRole rules]}}}): then a request needs one of its tokens (401 otherwise) and a rule that allows its
+verb on its resource (403 with the real API's message otherwise, and a line in forbidden.jsonl), as RBAC authorizes
+a ClusterRole bound to that user; discovery and the cluster-info ConfigMap stay open, as system:discovery and
+kube-public's own Role leave them. The bench's network reaches nothing else. State lives in nodes.json; every change
 to a Node but kubelet's status reports is appended, with its time and body, to changes.jsonl. Tests on the controller
 run it there too: GPUOPS_APISERVER_STATE and GPUOPS_APISERVER_LISTEN (host:port) move it.
 """
@@ -35,6 +39,10 @@ STATE = os.environ.get("GPUOPS_APISERVER_STATE", "/var/lib/gpuops-standin/apiser
 NODES = os.path.join(STATE, "nodes.json")
 PODS = os.path.join(STATE, "pods.json")
 TOKENS = os.path.join(STATE, "tokens.json")
+RBAC = os.path.join(STATE, "rbac.json")
+# Each request RBAC refused, for tests: clients often report only "Forbidden", not what was refused.
+FORBIDDEN = os.path.join(STATE, "forbidden.jsonl")
+VERBS = {"GET": "get", "POST": "create", "PATCH": "patch", "DELETE": "delete", "PUT": "update"}
 # Every change to a Node (create, patch, delete), with its time and body, for tests that check what was done when.
 CHANGES = os.path.join(STATE, "changes.jsonl")
 CA = "/etc/kubernetes/pki/ca.crt"
@@ -117,7 +125,55 @@ def status(code, reason, message):
     }
 
 
+def attributes(method, path):
+    """(verb, resource, namespace, name) RBAC authorizes a request by, or None for what every user may read (discovery,
+    /version, kube-public's cluster-info)."""
+    parts = [p for p in urlsplit(path).path.split("/") if p]
+    if parts[:2] != ["api", "v1"] or len(parts) < 3:
+        return None
+    rest, namespace = parts[2:], None
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+    if namespace == "kube-public" and rest == ["configmaps", "cluster-info"]:
+        return None
+    resource = "/".join(rest[0:3:2])
+    name = rest[1] if len(rest) > 1 else None
+    verb = VERBS.get(method, method.lower())
+    return ("list" if verb == "get" and name is None else verb), resource, namespace, name
+
+
+def allows(rule, verb, resource):
+    def has(field, value):
+        return "*" in rule.get(field, []) or value in rule.get(field, [])
+
+    return has("apiGroups", "") and has("resources", resource) and has("verbs", verb)
+
+
 class Handler(BaseHTTPRequestHandler):
+    def authorized(self):
+        """Whether the request may go on (with rbac.json: its bearer token's rules allow it); answers it otherwise."""
+        rbac = load(RBAC, None)
+        request = attributes(self.command, self.path)
+        if rbac is None or request is None:
+            return True
+        token = self.headers.get("Authorization", "").partition("Bearer ")[2]
+        subject = rbac["tokens"].get(token)
+        if subject is None:
+            self.send(401, status(401, "Unauthorized", "Unauthorized"))
+            return False
+        verb, resource, namespace, name = request
+        if any(allows(rule, verb, resource) for rule in subject["rules"]):
+            return True
+        where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+        what = f'{resource.split("/")[0]} "{name}"' if name else resource
+        message = (
+            f'{what} is forbidden: User "{subject["user"]}" cannot {verb} resource "{resource}" in API group "" {where}'
+        )
+        with LOCK, open(FORBIDDEN, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"verb": verb, "resource": resource, "namespace": namespace, "name": name}) + "\n")
+        self.send(403, status(403, "Forbidden", message))
+        return False
+
     def send(self, code, body):
         data = json.dumps(body).encode()
         self.send_response(code)
@@ -130,6 +186,8 @@ class Handler(BaseHTTPRequestHandler):
         return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
 
     def do_GET(self):
+        if not self.authorized():
+            return None
         url = urlsplit(self.path)
         parts = [p for p in url.path.split("/") if p]
         if url.path == "/version":
@@ -202,6 +260,8 @@ class Handler(BaseHTTPRequestHandler):
         return self.send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
 
     def do_POST(self):
+        if not self.authorized():
+            return None
         parts = [p for p in urlsplit(self.path).path.split("/") if p]
         if len(parts) == 7 and parts[2] == "namespaces" and parts[4] == "pods" and parts[6] == "eviction":
             return self.evict(parts[3], parts[5])
@@ -227,6 +287,8 @@ class Handler(BaseHTTPRequestHandler):
         return self.send(201, node)
 
     def do_PATCH(self):
+        if not self.authorized():
+            return None
         parts = [p for p in urlsplit(self.path).path.split("/") if p]
         if len(parts) not in (4, 5) or parts[:3] != ["api", "v1", "nodes"]:
             return self.send(404, status(404, "NotFound", "the server could not find the requested resource"))
@@ -249,6 +311,8 @@ class Handler(BaseHTTPRequestHandler):
         return self.send(200, node)
 
     def do_DELETE(self):
+        if not self.authorized():
+            return None
         parts = [p for p in urlsplit(self.path).path.split("/") if p]
         with LOCK:
             nodes = load(NODES, {})

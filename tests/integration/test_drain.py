@@ -9,83 +9,25 @@ times out), a pod that goes, and a DaemonSet's pod (which a drain leaves by desi
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from preflight_harness import ROOT, unfold
-
-APISERVER = ROOT / "tests" / "bench" / "kube_apiserver.py"
-NODE = "gpu-node-07"
-
-
-def pod(name, owner="ReplicaSet", eviction=None):
-    annotations = {"gpuops.test/eviction": eviction} if eviction else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "jobs", "uid": name, "annotations": annotations,
-                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": owner, "name": owner.lower(), "uid": "1"}]},
-        "spec": {"nodeName": NODE, "containers": [{"name": "main", "image": "nvcr.io/nvidia/cuda:12.2.2-base"}]},
-        "status": {"phase": "Running"},
-    }  # fmt: skip
+from apiserver_harness import NODE, apiserver, playbook, pod
+from preflight_harness import unfold
 
 
 @pytest.fixture
 def api(tmp_path):
-    state = tmp_path / "state"
-    state.mkdir()
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "uid": "n"}, "spec": {}, "status": {}}
-    (state / "nodes.json").write_text(json.dumps({NODE: node}))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, str(APISERVER)],
-        env={**os.environ, "GPUOPS_APISERVER_STATE": str(state), "GPUOPS_APISERVER_LISTEN": f"127.0.0.1:{port}"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    for _attempt in range(50):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        f"apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
-        "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {}}]\n"
-    )
-    kubeconfig.chmod(0o600)
-    try:
-        yield state, kubeconfig
-    finally:
-        server.terminate()
-        server.wait()
+    with apiserver(tmp_path) as running:
+        yield running
 
 
-def drain(tmp_path: Path, kubeconfig: Path) -> subprocess.CompletedProcess:
-    play = [{
-        "hosts": "all",
-        "gather_facts": False,
-        "tasks": [{
-            "name": "Drain",
-            "ansible.builtin.include_role": {"name": "gpuops.bringup._common",
-                                             "tasks_from": "kubernetes_node_drain.yml"},
-            "vars": {"__kubernetes_node": {"name": NODE, "kubeconfig": str(kubeconfig), "drain_timeout": 3}},
-        }],
-    }]  # fmt: skip
-    (tmp_path / "play.json").write_text(json.dumps(play))
-    return subprocess.run(
-        ["ansible-playbook", "-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}",
-         str(tmp_path / "play.json")],
-        cwd=ROOT, capture_output=True, text=True, check=False, env={**os.environ, "ANSIBLE_NOCOLOR": "1"},
-    )  # fmt: skip
+def drain(tmp_path: Path, kubeconfig: Path):
+    return playbook(tmp_path, [{
+        "name": "Drain",
+        "ansible.builtin.include_role": {"name": "gpuops.bringup._common", "tasks_from": "kubernetes_node_drain.yml"},
+        "vars": {"__kubernetes_node": {"name": NODE, "kubeconfig": str(kubeconfig), "drain_timeout": 3}},
+    }])  # fmt: skip
 
 
 def test_pods_left_by_a_timed_out_drain_fail_it(tmp_path, api):
