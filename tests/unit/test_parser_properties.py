@@ -161,13 +161,13 @@ def test_rpm_version_key_orders_as_rpm_compares(versions):
 
 @settings(max_examples=300)
 @given(VERSION, VERSION, VERSION)
-def test_version_comparisons_are_orders(a, b, c):
+def test_version_comparisons_are_orders(x, y, z):
     """Antisymmetric and transitive, for dpkg's order and rpm's: sorting and newest() rely on both."""
     for compare in (apt.compare_versions, rpm.compare_versions):
-        forward, backward = compare(a, b), compare(b, a)
+        forward, backward = compare(x, y), compare(y, x)
         assert forward == -backward
-        if forward <= 0 and compare(b, c) <= 0:
-            assert compare(a, c) <= 0, (compare.__module__, a, b, c)
+        if forward <= 0 and compare(y, z) <= 0:
+            assert compare(x, z) <= 0, (compare.__module__, x, y, z)
 
 
 # Reached through another parser's row: the field parsers of ibstat's lines, the dependency relations of a control
