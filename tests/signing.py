@@ -37,6 +37,19 @@ class Signer:
             proc.stdout = proc.stdout.decode()
         return proc
 
+    def revoke_subkeys(self) -> None:
+        """Revoke every subkey (gpg's edit-key dialogue: key 1, revkey, reason 0, no text), and export again."""
+        self.gpg("--pinentry-mode", "loopback", "--passphrase", "", "--command-fd", "0", "--edit-key",
+                 self.fingerprint, data=b"key 1\nrevkey\ny\n0\n\ny\nsave\n")  # fmt: skip
+        self.key = self.gpg("--armor", "--export", self.fingerprint, text=False).stdout
+
+    def revoke(self) -> None:
+        """Revoke the key with the revocation certificate gpg made with it, and export again."""
+        certificate = (self.home / "openpgp-revocs.d" / f"{self.fingerprint}.rev").read_bytes()
+        # gpg writes the certificate with its armor line masked (":-----BEGIN"), so that no import is an accident.
+        self.gpg("--import", data=certificate.replace(b":-----BEGIN", b"-----BEGIN"))
+        self.key = self.gpg("--armor", "--export", self.fingerprint, text=False).stdout
+
     def close(self) -> None:
         """Stop the gpg-agent gpg started for this home, which would otherwise outlive the test."""
         subprocess.run(["gpgconf", "--homedir", str(self.home), "--kill", "all"], capture_output=True, check=True)

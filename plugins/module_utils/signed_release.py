@@ -21,8 +21,10 @@ SIGNATURE_TAG = 2
 PUBLIC_KEY_TAG = 6
 PUBLIC_SUBKEY_TAG = 14
 SIGNATURE_BLOCK = b"SIGNATURE"
+USER_ID_TAG = 13
+USER_ATTRIBUTE_TAG = 17
 # Signature types (RFC 4880 5.2.1).
-BINARY, TEXT, SUBKEY_BINDING = 0x00, 0x01, 0x18
+BINARY, TEXT, SUBKEY_BINDING, KEY_REVOCATION, SUBKEY_REVOCATION = 0x00, 0x01, 0x18, 0x20, 0x28
 # Subpacket types (RFC 4880 5.2.3.1, RFC 9580 5.2.3.35) and the key flag "may sign data".
 ISSUER, KEY_FLAGS, ISSUER_FINGERPRINT = 16, 27, 33
 SIGN = 0x02
@@ -46,9 +48,9 @@ END_SIGNATURE = "-----END PGP SIGNATURE-----"
 # A Release file is a few hundred KB (Debian's: 150 KB); NVIDIA's flat repositories' a few KB.
 MAX_RELEASE = 16 * 1024 * 1024
 # Each Ed25519 check costs milliseconds in pure Python: a Release carries a few signatures (Debian's three), a key
-# file a few subkey bindings, so a file crafted with thousands costs no more than these.
+# file a few subkey bindings and revocations, so a file crafted with thousands costs no more than these.
 MAX_SIGNATURES = 16
-MAX_BINDINGS = 64
+MAX_KEY_SIGNATURES = 64
 
 
 class SignatureError(parsing.ParseError):
@@ -252,36 +254,73 @@ def _key_packet(body):
     return b"\x99" + len(body).to_bytes(2, "big") + body
 
 
+def _sections(packets):
+    """[{primary body, signatures on it, subkeys: [{body, signatures}]}] of a key file's packets: each key's
+    signatures where they stand (a user ID's certifications are not the key's)."""
+    keys, target = [], None
+    for tag, body in packets:
+        if tag == PUBLIC_KEY_TAG:
+            keys.append({"body": body, "signatures": [], "subkeys": []})
+            target = keys[-1]
+        elif tag == PUBLIC_SUBKEY_TAG and keys:
+            keys[-1]["subkeys"].append({"body": body, "signatures": []})
+            target = keys[-1]["subkeys"][-1]
+        elif tag == SIGNATURE_TAG and target is not None:
+            target["signatures"].append(body)
+        elif tag in (USER_ID_TAG, USER_ATTRIBUTE_TAG):
+            target = None
+    return keys
+
+
 def signing_keys(key_file):
     """{fingerprint: {algorithm, material, primary: its primary key's fingerprint}} of the keys in a key file that
-    may sign a Release: each RSA or Ed25519 primary key, and each subkey its primary key bound to it for signing.
+    may sign a Release: each RSA or Ed25519 primary key not revoked, and each subkey its primary bound for signing
+    and did not revoke.
 
     A subkey counts only with a binding signature (0x18) the primary made, as gpgv requires: the file is pinned by
-    the primary's fingerprint, which a subkey appended by whoever serves the file would not change."""
-    keys = {}
-    primary = primary_key = subkey = None
-    bindings = 0
+    the primary's fingerprint, which a subkey appended by whoever serves the file would not change. A revocation
+    (0x20 of the key, 0x28 of a subkey) counts when the primary made it."""
     try:
-        for tag, body in openpgp.packets(openpgp.dearmor(key_file)):
-            if tag == PUBLIC_KEY_TAG:
-                primary, primary_key, subkey = body, _key(body), None
-                if primary_key is not None:
-                    keys[openpgp.fingerprint(body)] = {**primary_key, "primary": openpgp.fingerprint(body)}
-            elif tag == PUBLIC_SUBKEY_TAG:
-                subkey = body
-            elif tag == SIGNATURE_TAG and subkey is not None and primary_key is not None:
-                sig = _signature(body)
-                key = _key(subkey)
-                if sig["kind"] != SUBKEY_BINDING or key is None or not (sig["flags"] is None or sig["flags"] & SIGN):
-                    continue
-                bindings += 1
-                if bindings > MAX_BINDINGS:
-                    raise SignatureError(f"the key file binds more than {MAX_BINDINGS} subkeys, more than any key")
-                if _verify_one(sig, _key_packet(primary) + _key_packet(subkey), primary_key):
-                    keys[openpgp.fingerprint(subkey)] = {**key, "primary": openpgp.fingerprint(primary)}
+        sections = _sections(openpgp.packets(openpgp.dearmor(key_file)))
     except openpgp.KeyFileError as exc:
         raise SignatureError(f"the key file: {exc}") from exc
+    checks = 0
+
+    def made_by_primary(body, kinds, data, primary_key):
+        """The signature when it is of one of kinds and the primary made it over data, else None."""
+        nonlocal checks
+        sig = _signature(body)
+        if sig["kind"] not in kinds:
+            return None
+        checks += 1
+        if checks > MAX_KEY_SIGNATURES:
+            raise SignatureError(f"the key file carries more than {MAX_KEY_SIGNATURES} key signatures to check")
+        return sig if _verify_one(sig, data, primary_key) else None
+
+    keys = {}
+    for section in sections:
+        primary_key = _key(section["body"])
+        if primary_key is None:
+            continue
+        primary, packet = openpgp.fingerprint(section["body"]), _key_packet(section["body"])
+        if any(made_by_primary(b, (KEY_REVOCATION,), packet, primary_key) for b in section["signatures"]):
+            continue
+        keys[primary] = {**primary_key, "primary": primary}
+        for subkey in section["subkeys"]:
+            key, data = _key(subkey["body"]), packet + _key_packet(subkey["body"])
+            if key is None:
+                continue
+            verified = [made_by_primary(b, (SUBKEY_BINDING, SUBKEY_REVOCATION), data, primary_key)
+                        for b in subkey["signatures"]]  # fmt: skip
+            kinds = {sig["kind"] for sig in verified if sig and (sig["kind"] != SUBKEY_BINDING or _signs(sig))}
+            if kinds == {SUBKEY_BINDING}:
+                keys[openpgp.fingerprint(subkey["body"])] = {**key, "primary": primary}
     return keys
+
+
+def _signs(binding):
+    """Whether a subkey binding lets the subkey sign (no key flags: as RFC 4880 allows, any use)."""
+    return binding["flags"] is None or bool(binding["flags"] & SIGN)
 
 
 def verify(data, signature, key_file):
@@ -289,7 +328,7 @@ def verify(data, signature, key_file):
     when none did (a file signed by several keys needs only one of them, as apt does)."""
     keys = signing_keys(key_file)
     if not keys:
-        raise SignatureError("the key file holds no RSA or Ed25519 key to verify with")
+        raise SignatureError("the key file holds no RSA or Ed25519 key that may sign (none, or revoked)")
     try:
         bodies = [
             body for tag, body in openpgp.packets(openpgp.dearmor(signature, SIGNATURE_BLOCK)) if tag == SIGNATURE_TAG

@@ -193,6 +193,27 @@ def test_a_text_signature_covers_the_text_whatever_its_line_ends(signer):
     assert signed_release.verify(TEXT.replace(b"\n", b"\r\n"), signature, signer.key) == signer.fingerprint
 
 
+def test_a_revoked_subkey_signs_nothing(tmp_path):
+    revoked = Signer(tmp_path / "home", "revoked", subkey="ed25519")
+    signature = revoked.detach(TEXT)
+    assert signed_release.verify(TEXT, signature, revoked.key) == revoked.fingerprint
+    revoked.revoke_subkeys()
+    revoked.close()
+    assert set(signed_release.signing_keys(revoked.key)) == {revoked.fingerprint}
+    with pytest.raises(signed_release.SignatureError, match="no signature of it verifies with the key file's keys"):
+        signed_release.verify(TEXT, signature, revoked.key)
+
+
+def test_a_revoked_key_signs_nothing(tmp_path):
+    revoked = Signer(tmp_path / "home", "revoked")
+    signature = revoked.detach(TEXT)
+    revoked.revoke()
+    revoked.close()
+    assert signed_release.signing_keys(revoked.key) == {}
+    with pytest.raises(signed_release.SignatureError, match="the key file holds no RSA or Ed25519 key that may sign"):
+        signed_release.verify(TEXT, signature, revoked.key)
+
+
 def test_another_keys_signature_is_refused(signer, stranger):
     with pytest.raises(signed_release.SignatureError, match=f"it is signed by {stranger.fingerprint}"):
         signed_release.verify(TEXT, stranger.detach(TEXT), signer.key)
@@ -232,7 +253,7 @@ def test_too_many_signatures_are_refused_before_any_is_checked(signer):
         (b"", None, "the signature file holds no signature"),
         (b"\x01", None, "the signature: byte 0 is no OpenPGP packet header"),
         (b"\xc2\x01\x03", None, "signature version 3 is not supported"),
-        (None, b"", "the key file holds no RSA or Ed25519 key to verify with"),
+        (None, b"", "the key file holds no RSA or Ed25519 key that may sign"),
         (None, b"\xc6", "the key file: the key file is truncated"),
     ],
 )
