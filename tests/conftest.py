@@ -14,6 +14,7 @@ test ids through an attribute pytest 9 no longer reads.)
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +22,11 @@ import pytest
 
 # Helpers every test directory shares (signing.py) import by their module name.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# Tests read what ansible-playbook prints; colour codes would split the words they look for. `make` forces colour
+# for people (ANSIBLE_FORCE_COLOR=1), which no per-command ANSIBLE_NOCOLOR overrides, so every test runs without.
+os.environ["ANSIBLE_FORCE_COLOR"] = "0"
+os.environ["ANSIBLE_NOCOLOR"] = "1"
 
 # Test ids are relative to the rootdir that tests/run.py names.
 MOLECULE_TESTS = "tests/molecule/"

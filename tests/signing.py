@@ -8,16 +8,22 @@ only the keys are new for each test session.
 from __future__ import annotations
 
 import gzip
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 
 class Signer:
-    """One gpg home holding one key; the key's armored export and fingerprint."""
+    """One gpg home holding one key; the key's armored export and fingerprint.
 
-    def __init__(self, home: Path, name: str, algorithm: str = "ed25519", subkey: str | None = None):
-        self.home = home
-        home.mkdir(parents=True, mode=0o700)
+    The home is a short directory of its own under the system's temporary directory, not under a test's tmp_path:
+    gpg-agent's sockets live in it and a socket's path has at most 107 bytes, which pytest's deeper tmp_path
+    (xdist worker, module, case) exceeds, and gpg then fails to make a key.
+    """
+
+    def __init__(self, name: str, algorithm: str = "ed25519", subkey: str | None = None):
+        self.home = Path(tempfile.mkdtemp(prefix="gpg-"))
         uid = f"{name} <{name}@gpuops.test>"
         self.gpg("--passphrase", "", "--quick-gen-key", uid, algorithm, "sign", "never")
         listing = self.gpg("--with-colons", "--list-keys").stdout.splitlines()
@@ -51,8 +57,9 @@ class Signer:
         self.key = self.gpg("--armor", "--export", self.fingerprint, text=False).stdout
 
     def close(self) -> None:
-        """Stop the gpg-agent gpg started for this home, which would otherwise outlive the test."""
+        """Stop the gpg-agent gpg started for this home, which would otherwise outlive the test, and remove the home."""
         subprocess.run(["gpgconf", "--homedir", str(self.home), "--kill", "all"], capture_output=True, check=True)
+        shutil.rmtree(self.home)
 
     def clearsign(self, data: bytes, *options: str) -> bytes:
         return self.gpg("--clearsign", *options, data=data, text=False).stdout

@@ -22,10 +22,10 @@ description:
     not only the streams the node has enabled.
   - With O(key_url) and apt, the index is trusted only as apt trusts it. The repository's C(InRelease) (or
     C(Release) with C(Release.gpg)) must carry a signature by a key of the key file (an RSA or Ed25519 primary key,
-    or a signing subkey bound to it, neither revoked; SHA-1 signatures refused), and C(Packages.gz) must have the SHA-256 and size
-    that Release lists; otherwise the task fails. The caller pins the key file (C(key_fingerprints)), so the index
-    is the pinned key's. Key expiry and C(Valid-Until) are left to apt, which checks them once the repository is
-    added (M(gpuops.bringup.package_repository)).
+    or a signing subkey bound to it, neither revoked; SHA-1 signatures refused), and C(Packages.gz) must have the
+    SHA-256 and size that Release lists; otherwise the task fails. The caller pins the key file (C(key_fingerprints)),
+    so the index is the pinned key's. Key expiry and C(Valid-Until) are left to apt, which checks them once the
+    repository is added (M(gpuops.bringup.package_repository)).
   - With dnf, or without O(key_url), a read for planning only, its signature not checked here; the package manager
     checks it, with the key, once the repository is added.
   - With O(mirror_url), both are fetched from C(<mirror_url>/<upstream host>/<upstream path>), like

@@ -270,11 +270,12 @@ MODULES = sorted({module for module, *_rest in CASES.values()})
 
 def signed_repo(case_dir: Path, signed_by: str) -> dict:
     """A flat repository (repo/) and a key (key.asc, of "repository"), its Release signed by signed_by's key."""
-    owner = Signer(case_dir / "gpg-repository", "repository")
-    signer = owner if signed_by == "repository" else Signer(case_dir / f"gpg-{signed_by}", signed_by)
+    owner = Signer("repository")
+    signer = owner if signed_by == "repository" else Signer(signed_by)
     files = flat_repo(case_dir / "build", signer, b"Package: libnccl2\nVersion: 2.22.3-1+cuda12.6\n\n")
     owner.close()
-    signer.close()
+    if signer is not owner:
+        signer.close()
     return {"key.asc": owner.key, **{f"repo/{name}": data for name, data in files.items()}}
 
 

@@ -156,15 +156,15 @@ def test_sha256_table_and_check_index_on_a_real_release():
 
 
 @pytest.fixture(scope="module")
-def signer(tmp_path_factory):
-    made = Signer(tmp_path_factory.mktemp("gpg") / "home", "signer", subkey="ed25519")
+def signer():
+    made = Signer("signer", subkey="ed25519")
     yield made
     made.close()
 
 
 @pytest.fixture(scope="module")
-def stranger(tmp_path_factory):
-    made = Signer(tmp_path_factory.mktemp("gpg") / "home", "stranger")
+def stranger():
+    made = Signer("stranger")
     yield made
     made.close()
 
@@ -193,8 +193,8 @@ def test_a_text_signature_covers_the_text_whatever_its_line_ends(signer):
     assert signed_release.verify(TEXT.replace(b"\n", b"\r\n"), signature, signer.key) == signer.fingerprint
 
 
-def test_a_revoked_subkey_signs_nothing(tmp_path):
-    revoked = Signer(tmp_path / "home", "revoked", subkey="ed25519")
+def test_a_revoked_subkey_signs_nothing():
+    revoked = Signer("revoked", subkey="ed25519")
     signature = revoked.detach(TEXT)
     assert signed_release.verify(TEXT, signature, revoked.key) == revoked.fingerprint
     revoked.revoke_subkeys()
@@ -204,8 +204,8 @@ def test_a_revoked_subkey_signs_nothing(tmp_path):
         signed_release.verify(TEXT, signature, revoked.key)
 
 
-def test_a_revoked_key_signs_nothing(tmp_path):
-    revoked = Signer(tmp_path / "home", "revoked")
+def test_a_revoked_key_signs_nothing():
+    revoked = Signer("revoked")
     signature = revoked.detach(TEXT)
     revoked.revoke()
     revoked.close()

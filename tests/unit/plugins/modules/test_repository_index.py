@@ -39,8 +39,8 @@ def served(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def signer(tmp_path_factory):
-    made = Signer(tmp_path_factory.mktemp("gpg") / "home", "repository")
+def signer():
+    made = Signer("repository")
     yield made
     made.close()
 
@@ -86,10 +86,10 @@ def test_without_inrelease_release_and_its_detached_signature(run_module, comman
 
 
 def test_a_release_another_key_signed_fails_before_its_index_is_trusted(
-    run_module, command_table, served, repo, signer, tmp_path
+    run_module, command_table, served, repo, signer
 ):
     """A mirror serving the pinned key beside an index someone else signed: the versions are not returned."""
-    stranger = Signer(tmp_path / "home", "stranger")
+    stranger = Signer("stranger")
     signed_by_stranger = stranger.clearsign(repo["Release"])
     stranger.close()
     serve(served, repo, signer, key=KEY)
