@@ -53,7 +53,6 @@ def run_preflight(playbook: Path, tag: str, tmp_path: Path, inventory: list[str]
         capture_output=True,
         text=True,
         check=False,
-        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
     )
 
 
@@ -97,7 +96,7 @@ class CaseRun:
             capture_output=True,
             text=True,
             check=False,
-            env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_NOCOLOR": "1"},
+            env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"},
         )
         # Everything the run printed: where a test looks for a secret that must not be there.
         self.output = proc.stdout + proc.stderr

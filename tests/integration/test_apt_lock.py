@@ -8,7 +8,6 @@ at once. A source that cannot be fetched fails on the first attempt.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -41,7 +40,6 @@ def refresh(inventory: Path, *extra: str) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         check=False,
-        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
     )
 
 

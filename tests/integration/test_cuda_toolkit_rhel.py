@@ -13,7 +13,6 @@ is an rpm providing libcuda.so.1()(64bit) at 535.274.02, as NVIDIA's nvidia-driv
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -56,7 +55,6 @@ def converge(inventory: Path, *extra: str, **variables) -> tuple[subprocess.Comp
         ["ansible-playbook", "-i", str(inventory), "--extra-vars", json.dumps({**VARIABLES, **variables}), *extra,
          str(PLAYBOOK)],
         cwd=ROOT, capture_output=True, text=True, check=False,
-        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
     )  # fmt: skip
     recap = {host: tuple(int(n) for n in counts) for host, *counts in RECAP.findall(proc.stdout)}
     assert NODE in recap, (proc.stdout + proc.stderr)[-4000:]

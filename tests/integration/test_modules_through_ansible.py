@@ -346,7 +346,7 @@ def run(tmp_path_factory):
         capture_output=True,
         text=True,
         check=False,
-        env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_NOCOLOR": "1"},
+        env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"},
     )
     try:
         output = json.loads(proc.stdout)

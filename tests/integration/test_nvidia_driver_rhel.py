@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -62,7 +61,6 @@ def converge(nodes, node: str, *extra: str, **variables) -> tuple[str, tuple[int
         ["ansible-playbook", "-i", str(nodes.inventory), "--limit", node, "--extra-vars",
          json.dumps({**VARIABLES, **variables}), *extra, str(PLAYBOOK)],
         cwd=ROOT, capture_output=True, text=True, check=False,
-        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
     )  # fmt: skip
     recap = {host: tuple(int(n) for n in counts) for host, *counts in RECAP.findall(proc.stdout)}
     assert node in recap, (proc.stdout + proc.stderr)[-4000:]

@@ -5,7 +5,6 @@ connects to them.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -26,7 +25,6 @@ def list_hosts(tmp_path: Path, inventory: str) -> tuple[list[list[str]], str]:
     proc = subprocess.run(
         ["ansible-playbook", "--list-hosts", "-i", str(path), *(f"playbooks/{s}.yml" for s in STAGES)],
         cwd=ROOT, capture_output=True, text=True, check=False,
-        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
     )  # fmt: skip
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output

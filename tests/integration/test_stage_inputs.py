@@ -29,7 +29,7 @@ def test_a_bad_value_on_the_last_node_is_refused_before_the_canary_batch(tmp_pat
         capture_output=True,
         text=True,
         check=False,
-        env={**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_HOST_KEY_CHECKING": "False"},
+        env={**os.environ, "ANSIBLE_HOST_KEY_CHECKING": "False"},
     )
     output = unfold(proc.stdout + proc.stderr)
     assert proc.returncode != 0, output[-3000:]

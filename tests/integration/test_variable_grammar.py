@@ -64,7 +64,7 @@ def run(tmp_path_factory) -> dict:
             ["ansible-playbook", "--inventory", str(base / f"{role}.json"), "--check", "--tags", ",".join(TAGS),
              str(base / f"{role}.play.json")],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_NOCOLOR": "1"},
+            env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"},
         )  # fmt: skip
     merged: dict = {"plays": [], "stats": {}}
     for role, proc in procs.items():
@@ -107,8 +107,7 @@ def preflight_with(extra: list[str]) -> subprocess.CompletedProcess:
     argv = ["ansible-playbook", "--inventory", "localhost,", "--connection", "local", "--check", "--tags",
             "os_baseline_preflight", "-e", f"ansible_python_interpreter={sys.executable}", *extra,
             str(ROOT / "tests" / "integration" / "preflight.yml")]  # fmt: skip
-    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False,
-                          env={**os.environ, "ANSIBLE_NOCOLOR": "1"})  # fmt: skip
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
 
 
 WORDS = {

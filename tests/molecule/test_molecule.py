@@ -40,7 +40,7 @@ def test_scenario(scenario: str) -> None:
             cwd=ROOT,
             stdout=handle,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "PY_COLORS": "0", "NO_COLOR": "1"},
+            env={**os.environ, "PY_COLORS": "0", "NO_COLOR": "1"},
             check=False,
         )
     if proc.returncode != 0:

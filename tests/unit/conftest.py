@@ -111,4 +111,4 @@ def ansible_env(tmp_path):
         "[inventory]\n"
         "unparsed_is_failed = true\n"
     )
-    return {**os.environ, "ANSIBLE_CONFIG": str(config), "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"}
+    return {**os.environ, "ANSIBLE_CONFIG": str(config), "NO_COLOR": "1"}
