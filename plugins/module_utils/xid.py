@@ -29,10 +29,17 @@ Events (one per log record):
 
 PCI bus ids are normalised to lspci -D's form, lower case with the function:
 0000:3b:00.0 (the driver prints PCI:0000:3b:00, nvidia-smi 00000000:3B:00.0).
+
+driver_messages(text) reads the same logs for the driver's own version lines:
+"NVRM: loading NVIDIA UNIX ... Kernel Module <version>" (each load of the
+module) and "NVRM: API mismatch: the client has the version <X>, but this
+kernel module has the version <Y>" (a userland newer or older than the
+loaded module: an upgrade without a reboot).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import parsing, xid_catalog
@@ -70,6 +77,19 @@ _GSP_TIMEOUT = re.compile(
     re.IGNORECASE,
 )
 _FALLEN = "fallen off the bus"
+_VERSION = r"([0-9]{1,4}(?:\.[0-9]{1,4}){1,3})"
+_LOADING = re.compile(
+    r"NVRM: loading NVIDIA UNIX (Open )?.{0,40}?Kernel Module(?: for \S{1,20})?\s{1,10}" + _VERSION, re.ASCII
+)
+# The message is wrapped over several lines (each may carry its own prefix and "NVRM:"); it is matched on the
+# records' text joined with single spaces, and the client is named in newer drivers: "the client 'kwin' (pid 1005)".
+_API_MISMATCH = re.compile(
+    r"API mismatch: the client (?:'([^']{0,64})' \(pid [0-9]{1,10}\) )?has the version "
+    + _VERSION
+    + r", but this kernel module has the version "
+    + _VERSION,
+    re.ASCII,
+)
 _NVLINK5_XIDS = frozenset(range(144, 151))
 _JOURNAL_MARKER = "-- "
 
@@ -218,6 +238,41 @@ def _parse(all_lines):
         )
         events.append(event)
     return events
+
+
+def driver_messages(text):
+    """{"loaded": [...], "api_mismatch": [...]} from a kernel log, each in log order.
+
+    loaded: every load of the NVIDIA module, {version, flavor (open or proprietary), line_number}; the last is the
+    module loaded now, when the log covers the current boot. api_mismatch: every refusal of a userland component
+    whose version differs from the module's, {client_version, module_version, client (the process, when named),
+    line_number}.
+    """
+    lines = parsing.bounded(text)[0].splitlines()
+    loaded, bodies = [], []
+    for number, record in _records(lines):
+        rest = line_prefix(record[0])[3]
+        joined = " ".join([rest.strip()] + [_continuation(line) for line in record[1:]])
+        match = _LOADING.search(joined)
+        if match is not None:
+            loaded.append({"version": match.group(2), "flavor": "open" if match.group(1) else "proprietary",
+                           "line_number": number})  # fmt: skip
+        # syslog files write a message's line breaks as #012.
+        bodies.append((number, " ".join(joined.replace("#012", " ").replace("NVRM:", " ").split())))
+    mismatches = []
+    # A dmesg paste repeats the prefix on every line of the message: each is a record of its own, so the records'
+    # text is read as one stream, each match attributed to the record it starts in.
+    offsets, numbers, length = [], [], 0
+    for number, body in bodies:
+        offsets.append(length)
+        numbers.append(number)
+        length += len(body) + 1
+    stream = " ".join(body for _number, body in bodies)
+    for match in _API_MISMATCH.finditer(stream):
+        number = numbers[bisect.bisect_right(offsets, match.start()) - 1]
+        mismatches.append({"client_version": match.group(2), "module_version": match.group(3),
+                           "client": match.group(1), "line_number": number})  # fmt: skip
+    return {"loaded": loaded, "api_mismatch": mismatches}
 
 
 def _worst(severities):

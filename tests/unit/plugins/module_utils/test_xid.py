@@ -155,6 +155,11 @@ CASES = {
     "journal-iso-clean.log": (47, [], {"xid_counts": {}, "worst_severity": "none", "unknown_xids": []}),
     "dmesg-iso-clean.log": (2, [], {"xid_counts": {}, "worst_severity": "none", "unknown_xids": []}),
     "empty.log": (0, [], {"xid_counts": {}, "worst_severity": "none", "unknown_xids": []}),
+    # The driver's version messages are no GPU error events (driver_messages reads them, below).
+    "dmesg-loading-api-mismatch-570.log": (7, [], {"xid_counts": {}, "worst_severity": "none"}),
+    "dmesg-api-mismatch-client-pid.log": (6, [], {"xid_counts": {}, "worst_severity": "none"}),
+    "journal-api-mismatch-client-pid.log": (5, [], {"xid_counts": {}, "worst_severity": "none"}),
+    "syslog-api-mismatch-hash012.log": (1, [], {"xid_counts": {}, "worst_severity": "none"}),
 }
 
 
@@ -324,3 +329,26 @@ def test_every_line_of_a_capture_has_its_format(name, log_format, first):
     prefixes = [xid.line_prefix(line) for line in lines]
     assert {p[0] for p in prefixes} == {log_format}
     assert prefixes[0][1:3] == first
+
+
+@pytest.mark.parametrize(
+    ("name", "loaded", "mismatches"),
+    [
+        # Each line of the message carries its own timestamp: one stream, attributed to the line it starts on.
+        ("dmesg-loading-api-mismatch-570.log", [("570.148.06", "proprietary", 1)],
+         [("570.148.08", "570.148.06", None, 4)]),
+        # Newer drivers name the client; continuation lines indented under the first.
+        ("dmesg-api-mismatch-client-pid.log", [], [("595.84", "595.80", "kwin_wayland", 2)]),
+        ("journal-api-mismatch-client-pid.log", [], [("570.133.07", "575.51.02", "nvidia-powerd", 1)]),
+        # syslog writes the line breaks as #012.
+        ("syslog-api-mismatch-hash012.log", [], [("535.54.03", "530.30.02", None, 1)]),
+        ("dmesg-fallen-off-bus-no-xid.log", [("570.158.01", "open", 5)], []),
+        ("dmesg-ctime-xid43-31-94.log", [("535.183.01", "proprietary", 1)], []),
+        ("dmesg-iso-clean.log", [], []),
+    ],
+)  # fmt: skip
+def test_driver_messages(name, loaded, mismatches):
+    found = xid.driver_messages((LOGS / name).read_text())
+    assert [(m["version"], m["flavor"], m["line_number"]) for m in found["loaded"]] == loaded
+    assert [(m["client_version"], m["module_version"], m["client"], m["line_number"])
+            for m in found["api_mismatch"]] == mismatches  # fmt: skip
