@@ -24,9 +24,11 @@ import concurrent.futures
 import fcntl
 import gzip
 import hashlib
+import importlib.util
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -769,6 +771,31 @@ def sim_profile(name: str) -> dict:
     return {**merged, **{k: v for k, v in data.items() if k != "base"}, "commands": commands}
 
 
+def driver_presentation(profile: dict) -> dict:
+    """What replay.py needs to present the node's installed driver instead of the capture's: the capture's driver
+    and CUDA versions, and the newest CUDA each driver supports (the collection's gpu_catalog table)."""
+    query = profile.get("commands", {}).get("nvidia-smi", {}).get("-q -x")
+    if query is None or query.get("rc", 0) != 0:
+        return {}
+    text = (FIXTURES / query["file"]).read_text(errors="replace")
+    driver = re.search(r"<driver_version>([^<]*)</driver_version>", text)
+    cuda = re.search(r"<cuda_version>([^<]*)</cuda_version>", text)
+    spec = importlib.util.spec_from_file_location("gpu_catalog", ROOT / "plugins" / "module_utils" / "gpu_catalog.py")
+    catalog = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(catalog)
+    newest: dict[str, str] = {}
+    for _label, version, minimum in catalog.TOOLKIT_DRIVERS:
+        release = ".".join(version.split(".")[:2])
+        newest.setdefault(release, minimum)
+        if tuple(map(int, minimum.split("."))) < tuple(map(int, newest[release].split("."))):
+            newest[release] = minimum
+    return {
+        "captured_driver": driver.group(1) if driver else None,
+        "captured_cuda": cuda.group(1) if cuda else None,
+        "cuda_drivers": sorted(newest.items()),
+    }
+
+
 def stage_sim(name: str, stage: Path, build: Path) -> tuple[list[str], str]:
     """Stage a profile's captures into build, for a node that mounts them from stage.
 
@@ -790,7 +817,8 @@ def stage_sim(name: str, stage: Path, build: Path) -> tuple[list[str], str]:
             shutil.copy2(source, build / target)
             captures.append(entry["file"])
             commands.setdefault(tool, {})[args] = {"file": target, "rc": entry.get("rc", 0)}
-    (build / "profile.json").write_text(json.dumps({"profile": name, "commands": commands}, indent=2))
+    staged = {"profile": name, "commands": commands, **driver_presentation(profile)}
+    (build / "profile.json").write_text(json.dumps(staged, indent=2))
     marker = {
         "profile": name,
         "description": profile.get("description", ""),
@@ -802,8 +830,10 @@ def stage_sim(name: str, stage: Path, build: Path) -> tuple[list[str], str]:
     mounts += ["--volume", f"{stage / 'marker.json'}:/etc/gpuops/simulated-hardware.json:ro"]
     for tool in sorted(commands):
         mounts += ["--volume", f"{SIM / 'standin.sh'}:/usr/local/bin/{tool}:ro"]
-    staged = [(build / "captures" / p).read_bytes() for p in sorted(os.listdir(build / "captures"))]
-    return mounts, digest(json.dumps(profile, sort_keys=True), (SIM / "replay.py").read_text(), *staged, *mounts)
+    staged_captures = [(build / "captures" / p).read_bytes() for p in sorted(os.listdir(build / "captures"))]
+    return mounts, digest(
+        (build / "profile.json").read_text(), (SIM / "replay.py").read_text(), *staged_captures, *mounts
+    )
 
 
 def start_node(group: str, spec: dict) -> dict:
