@@ -1,6 +1,6 @@
 # The two commands of the README work on a fresh Debian 12 machine (root):
 #   make demo   set everything up, start the local rack and its stand-in
-#               control plane, run playbooks/site.yml and the hardware check
+#               control plane, run playbooks/site.yml (acceptance last)
 #   make test   set everything up, run every check CI runs (.ci/run)
 # Every step is idempotent and cached; `make clean` removes the bench.
 
@@ -33,7 +33,6 @@ demo: setup
 	python3 tests/bench/bench.py rack up
 	ansible-playbook tests/bench/control_plane.yml
 	ansible-playbook playbooks/site.yml
-	ansible-playbook playbooks/hardware_check.yml
 
 test: setup
 	python3 tests/run.py

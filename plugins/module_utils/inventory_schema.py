@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance
+
 ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "none")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 # Signalling rates ibstat and sysfs report, in Gb/s (SDR..XDR, and RoCE NIC speeds).
@@ -93,6 +95,9 @@ def check_hardware(where, hardware):
     _check_field(
         problems, where, hardware, "infiniband.link_layer", lambda v: v in LINK_LAYERS, " or ".join(LINK_LAYERS), fix
     )
+    # The acceptance stage's keys (gates, firmware, required checks): a wrong type fails every stage's inventory
+    # check, before any node is touched.
+    problems += [f"{where}: {p}" for p in acceptance.hardware_problems(hardware)]
     gpu = hardware.get("gpu") if isinstance(hardware.get("gpu"), dict) else {}
     if gpu.get("nvswitch") is True and gpu.get("count") in (0, 1):
         problems.append(

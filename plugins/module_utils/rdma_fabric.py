@@ -271,3 +271,24 @@ def input_problems(v, doca_releases, ports):
     for name in dict.fromkeys(n for n in names if names.count(n) > 1):
         problems.append(f"rdma_fabric_interfaces names {name} more than once. Fix: one entry per interface.")
     return problems
+
+
+def port_report(node, hardware, facts):
+    """The node's RDMA ports (ib_facts' facts) against its profile: {summary, problems}, problems being the
+    error and warning findings ({severity, code, message}), errors first."""
+    expected = hardware.get("infiniband", {})
+    layer = expected.get("link_layer")
+    ports = [p for d in facts.get("devices", []) for p in d.get("ports", [])]
+    active = [p for p in ports if p.get("state") == "active" and (layer is None or p.get("link_layer") == layer)]
+    rank = {"error": 0, "warning": 1}
+    problems = sorted(
+        ({"severity": f["severity"], "code": f["code"], "message": f["message"]}
+         for f in facts.get("findings", []) if f["severity"] in rank),
+        key=lambda p: rank[p["severity"]],
+    )  # fmt: skip
+    rates = "/".join(f"{r:g}" for r in sorted({p["rate_gbps"] for p in active if p.get("rate_gbps") is not None}))
+    simulated = facts.get("simulated")
+    mark = f"[SIMULATED {simulated.get('profile', '')}] " if isinstance(simulated, dict) else ""
+    summary = (f"{mark}{node} ({hardware.get('profile')}): {len(active)}/{expected.get('ports')} {layer or 'RDMA'} "
+               f"ports active at {rates or '-'} Gb/s")  # fmt: skip
+    return {"summary": summary, "problems": problems}

@@ -44,3 +44,44 @@ class RootedReader:
             return bool(os.statvfs(self.path(path)).f_flag & os.ST_RDONLY)
         except OSError:
             return True
+
+
+class RecordingReader:
+    """Wraps a reader and records what it read, so a parser's reads on a node can be replayed elsewhere
+    (SnapshotReader over snapshot())."""
+
+    def __init__(self, reader):
+        self.reader = reader
+        self.files = {}
+        self.dirs = {}
+
+    def read(self, path, default=None):
+        value = self.reader.read(path)
+        self.files[path] = value
+        return default if value is None else value
+
+    def listdir(self, path):
+        value = self.reader.listdir(path)
+        self.dirs[path] = list(value)
+        return value
+
+    def snapshot(self):
+        return {"files": dict(self.files), "dirs": dict(self.dirs)}
+
+
+class SnapshotReader:
+    """Answers a parser's reads from a RecordingReader's snapshot: what was not read there is absent."""
+
+    def __init__(self, snapshot):
+        snapshot = snapshot if isinstance(snapshot, dict) else {}
+        files, dirs = snapshot.get("files"), snapshot.get("dirs")
+        self.files = files if isinstance(files, dict) else {}
+        self.dirs = dirs if isinstance(dirs, dict) else {}
+
+    def read(self, path, default=None):
+        value = self.files.get(path)
+        return value if isinstance(value, str) else default
+
+    def listdir(self, path):
+        value = self.dirs.get(path)
+        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

@@ -54,6 +54,8 @@ _ARG = re.compile(r"[^\x00-\x1f\x7f]{0,4096}")
 _NETDEV = re.compile(r"[A-Za-z0-9_.:-]{1,15}")
 _FINGERPRINT = re.compile(r"(?:0[xX])?[0-9A-Fa-f ]{40,80}")
 _SHA256 = re.compile(r"(?:[0-9a-fA-F]{64})?")
+# The acceptance stage's run ids name a directory (module_utils acceptance.RUN_ID).
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Open MPI MCA parameters that name a program to run on every node: the launcher's ssh, set by the role.
 MPI_LAUNCH_PARAMETERS = ("plm_rsh_agent", "plm_ssh_agent", "plm_rsh_args", "plm_ssh_args", "orte_launch_agent",
                          "prte_launch_agent", "plm_rsh_no_tree_spawn")  # fmt: skip
@@ -383,10 +385,16 @@ VARIABLES = {
     "os_baseline_reboot_timeout": Rule(
         _scalar(integer(60, 7200)), "the seconds a node may take to come back from a reboot, e.g. 1200"
     ),
-    # hardware_check
-    "hardware_check_since_boot": Rule(_scalar(boolean), BOOL_FIX),
-    "hardware_check_report_dir": Rule(
-        _scalar(controller_dir), "an absolute directory on the controller, e.g. /srv/reports/hardware"
+    # acceptance
+    "acceptance_since_boot": Rule(_scalar(boolean), BOOL_FIX),
+    "acceptance_fail_unaccepted": Rule(_scalar(boolean), BOOL_FIX),
+    "acceptance_results_dir": Rule(
+        _scalar(lambda v: None if v == "" else controller_dir(v)),
+        'an absolute directory on the controller, e.g. /srv/gpuops/reports, or "" for reports/ beside the inventory',
+    ),
+    "acceptance_run_id": Rule(
+        _scalar(text(_RUN_ID, "not a run id (letters, digits, '.', '_', '-'; at most 64)", empty=True)),
+        'an earlier run\'s id (its directory name) to add to it, or "" for a new run',
     ),
     # cuda_toolkit
     "cuda_toolkit_cuda_repo_key_fingerprint": Rule(_scalar(fingerprint), "the fingerprint NVIDIA publishes"),
@@ -549,6 +557,8 @@ STRUCTURED = {
     "k8s_node_control_plane_version": "kubernetes_node.input_problems",
     "k8s_node_control_plane_host": "kubernetes_node.input_problems",
     "k8s_node_kubeconfig": "_common kubeconfig_check",
+    "acceptance_required": "acceptance.input_problems (check ids)",
+    "acceptance_optional": "acceptance.input_problems (check ids)",
     "cuda_toolkit_versions": "cuda_toolkit.input_problems",
     "cuda_toolkit_default": "cuda_toolkit.input_problems",
     "nccl_tests_gates": "nccl_tests_plan.input_problems",

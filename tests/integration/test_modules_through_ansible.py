@@ -258,6 +258,62 @@ CASES = {
         {"files": {"repo/Packages.gz": b"\x1f\x8b\x08\x00" + bytes(range(60))}},
         refused("is not a gzip-compressed package index: the compressed data is corrupt"),
     ),
+    # acceptance_read: every tool's output is evidence, whatever it printed or returned; only its options fail it.
+    "acceptance_simulated_h100": (
+        "acceptance_read",
+        {},
+        {
+            "nvidia-smi": {
+                "-q -x": H100,
+                "topo -m": SMI / "h100-x8-8nic-sglang.topo.txt",
+                "nvlink -s": SMI / "h100-sxm-x8-aws-p5.nvlink.txt",
+            },
+            "lspci": {"-Dnn": FIXTURES / "pci" / "hgx-h100-x8-cx7.derived.txt"},
+            "ibstat": {"": FIXTURES / "infiniband" / "ibstat" / "gpud-h100-ib-bluefield3-all-active-2.txt"},
+            "dmesg": {"": FIXTURES / "xid" / "dmesg-ctime-xid79-fallen-off-bus.log"},
+            "journalctl": {"-k -b --no-pager -o short-iso": (FIXTURES / "xid" / "journalctl-no-entries.out", 0)},
+        },
+        ok(
+            lambda r: (
+                r["changed"] is False
+                and r["evidence"]["nvidia-smi-query.xml"]["stdout"].startswith("<?xml")
+                and r["evidence"]["nvidia-smi-nvlink.txt"]["rc"] == 0
+                and r["evidence"]["kernel-log.txt"]["source"] == "dmesg"
+                and r["evidence"]["kernel-log.txt"]["fallback"].startswith("journalctl returned no kernel messages")
+            )
+        ),
+    ),
+    "acceptance_driver_mismatch": (
+        "acceptance_read",
+        {},
+        {
+            "nvidia-smi": {"-q -x": (SMI / "driver-library-mismatch-nvml-version.txt", 18)},
+            "dmesg": {"": b"[ 1.0] NVRM: API mismatch: \xff\xfe" + b"x" * 5000 + b"\n"},
+        },
+        ok(
+            lambda r: (
+                r["evidence"]["nvidia-smi-query.xml"]["rc"] == 18
+                and r["evidence"]["nvidia-smi-nvlink.txt"] == {"skipped": "no GPU query"}
+            )
+        ),
+    ),
+    "acceptance_cut_outputs": (
+        "acceptance_read",
+        {"max_bytes": 4096},
+        {
+            "nvidia-smi": {"-q -x": H100, "topo -m": (b"", 3), "nvlink -s": (b"", 3)},
+            "dmesg": {"": (FIXTURES / "xid" / "dmesg-ctime-xid119-gsp.log", 1)},
+        },
+        ok(
+            lambda r: (
+                r["evidence"]["nvidia-smi-query.xml"]["truncated"] is True
+                and len(r["evidence"]["nvidia-smi-query.xml"]["stdout"]) == 4096
+                and r["evidence"]["kernel-log.txt"]["rc"] == 1
+            )
+        ),
+    ),
+    "acceptance_check_mode": ("acceptance_read", {}, {"nvidia-smi": {}, "check_mode": True}, ok()),
+    "acceptance_bad_option": ("acceptance_read", {"max_bytes": 10}, {}, refused("max_bytes must be 4096 or more")),
     # The machine running the tests, as it is.
     "os_facts_here": ("os_facts", {"units": ["ssh.service"], "kernel_modules": ["nvidia"]}, {}, ok()),
     "package_info_here": ("package_info", {"name": ["dpkg", "no-such-package-x"], "manager": "apt"}, {}, ok()),
@@ -385,6 +441,7 @@ def test_every_read_only_module_is_run():
     read_only = {
         path.stem
         for path in (ROOT / "plugins" / "modules").glob("*.py")
-        if path.stem.endswith(("_facts", "_scan", "_index", "_info")) or path.stem in ("nccl_test", "perftest_bw")
+        if path.stem.endswith(("_facts", "_scan", "_index", "_info", "_read"))
+        or path.stem in ("nccl_test", "perftest_bw")
     }
     assert read_only - set(MODULES) == set()

@@ -25,8 +25,8 @@ CASES = {
         {"nccl_tests_gates": {"hgx_h100_8gpux": 480}},
         [
             "nccl_tests_gates names profile 'hgx_h100_8gpux', which is no hardware profile: it has no published gate "
-            "and no host of the inventory has it as gpuops_hardware.profile (known: hgx_a100_8gpu, hgx_h100_8gpu, "
-            "hgx_h200_8gpu). Fix: a profile name from that list, or remove the entry."
+            "and no host of the inventory has it as gpuops_hardware.profile (known: hgx_h100_8gpu). Fix: a profile "
+            "name from that list, or remove the entry."
         ],
     ),
     "gate_not_a_bandwidth": (

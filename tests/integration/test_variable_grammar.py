@@ -19,11 +19,11 @@ import pytest
 from preflight_harness import ROOT, unfold
 from variable_cases import BAD
 
-ROLES = ("os_baseline", "hardware_check", "cuda_toolkit", "k8s_node", "nccl_tests", "nvidia_container_toolkit",
+ROLES = ("os_baseline", "acceptance", "cuda_toolkit", "k8s_node", "nccl_tests", "nvidia_container_toolkit",
          "nvidia_driver", "rdma_fabric")  # fmt: skip
 # The gpuops_* settings are checked by _common, which every role depends on: they run under os_baseline's play.
 PREFIXES = {"gpuops": "os_baseline", **{role: role for role in ROLES}}
-TAGS = [f"{role}_preflight" for role in ROLES if role != "hardware_check"] + ["hardware_check_read"]
+TAGS = [f"{role}_preflight" for role in ROLES]
 H100 = {
     "profile": "hgx_h100_8gpu",
     "gpu": {"count": 8, "model": "NVIDIA H100 80GB HBM3", "nvswitch": True, "architecture": "hopper"},

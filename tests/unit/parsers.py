@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / ".collections"))
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import (  # noqa: E402
+    acceptance,
+    acceptance_evidence,
     apt,
     container_toolkit,
     cuda_toolkit,
@@ -82,6 +84,21 @@ def _release_signature(signature):
 
 def _xid(text):
     return xid.scan(text), len(xid.parse_events(text))
+
+
+H100 = {
+    "profile": "hgx_h100_8gpu",
+    "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8, "nvswitch": True, "nvlinks": 18},
+    "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"},
+}
+
+
+def _acceptance(text):
+    """A node whose every evidence item printed text: each of the acceptance stage's readers (nvidia-smi, lspci,
+    ibstat, the kernel log, dkms, systemctl, the packages, dmidecode, the JSON snapshots) over it, then every check."""
+    item = {"cmd": ["tool"], "rc": 0, "stdout": text, "stderr": "", "truncated": False}
+    result = acceptance.node_results("n1", H100, dict.fromkeys(acceptance_evidence.FILES, item))
+    return result["verdict"], result["counts"]
 
 
 def _gpu(text):
@@ -181,6 +198,34 @@ PARSERS = [
         _xid,
         ("xid/*.log", "xid/*.out"),
         hostile=(("", "NVRM: Xid (", ""), ("NVRM: Xid (PCI:0000:3b:00): ", "1", "x"), ("", "6,", "NVRM")),
+    ),
+    Parser(
+        "xid.driver_messages",
+        xid.driver_messages,
+        ("xid/*.log",),
+        hostile=(
+            ("", "NVRM: API mismatch: the client has the version 1.2, but ", ""),
+            ("[ 1.0] NVRM: ", "API mismatch: the client 'x' (pid 1) ", ""),
+            ("", "NVRM: loading NVIDIA UNIX Open Kernel Module for ", "x"),
+            ("", "[ 1.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  1.2\n", ""),
+        ),
+    ),
+    Parser(
+        "acceptance.read_state",
+        _acceptance,
+        ("nvidia_smi/*.xml", "xid/*.log", "dmidecode/*.txt", "dkms/*.txt", "infiniband/ibstat/*"),
+        seeds=(
+            "Id=nvidia-fabricmanager.service\nLoadState=loaded\nActiveState=active\n\n",
+            "nvidia-fabricmanager-535\t535.309.01-1\tii \n",
+            '{"node/all_reduce_perf": {"measurement": {}}}',
+            '{"files": {"class/infiniband": "x"}, "dirs": {"class/infiniband": ["mlx5_0"]}}',
+        ),
+        hostile=(
+            ("", "Id=a\n", ""),
+            ("System Information\n", "\tSerial Number: x\n", ""),
+            ("", "[", ""),
+            ("", "x\ty\tii \n", ""),
+        ),
     ),
     Parser(
         "nccl_tests.parse",

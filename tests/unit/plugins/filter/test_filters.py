@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.bringup.plugins.filter import gpu, hardware, kernel, packages, sources
+from ansible_collections.gpuops.bringup.plugins.filter import acceptance, gpu, kernel, packages, sources
 from ansible_collections.gpuops.bringup.plugins.module_utils.osinfo import normalize_sysctl
 
 FILTER_DIR = Path(kernel.__file__).parent
@@ -25,7 +25,7 @@ def test_every_filter_has_its_documentation():
     for path in FILTER_DIR.glob("*.py"):
         plugin = importlib.import_module(f"ansible_collections.gpuops.bringup.plugins.filter.{path.stem}")
         every.update(plugin.FilterModule().filters())
-    assert {**SOURCES, **KERNEL, **GPU, **PACKAGES, **hardware.FilterModule().filters()}.keys() <= every.keys()
+    assert {**SOURCES, **KERNEL, **GPU, **PACKAGES, **acceptance.FilterModule().filters()}.keys() <= every.keys()
     assert sorted(every) == sorted(p.stem for p in FILTER_DIR.glob("*.yml"))
 
 

@@ -1,0 +1,1199 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The acceptance stage's decisions: what one node's evidence says, each check's status, and the node's verdict.
+
+The node side (module acceptance_read) only collects evidence: the raw output of nvidia-smi, lspci, ibstat, the
+kernel log, dkms, systemctl, dmidecode and the package manager, and snapshots of the sysfs files the parsers read.
+Everything is judged here, on the controller, from that evidence alone: the results can be made again from the
+evidence files without reaching the node, and what a report shows is exactly what was judged.
+
+read_state(evidence) parses the evidence with the collection's parsers; node_results() runs every check of CHECKS
+against the node's hardware profile (gpuops_hardware) and returns the node's results document. Each check ends in
+exactly one status:
+
+- PASS: the check ran and the node meets it;
+- WARN: the check ran and the node meets it, with a finding an operator should look at (never blocks acceptance);
+- FAIL: the check ran and the node does not meet it (with a severity and the next action);
+- ERROR: the check could not run or judge (a tool missing, a value not reported, output unreadable);
+- SKIPPED: the check does not apply to this node's profile, or its input does not exist yet (with the reason).
+
+A node is accepted when every check its profile requires passed (PASS or WARN); rejected when a required check
+FAILed; otherwise (a required check ended ERROR or SKIPPED) incomplete: not run never counts as passed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import (
+    acceptance_evidence,
+    acceptance_faults,
+    dkms,
+    infiniband,
+    nvidia_smi,
+    parsing,
+    pci,
+    xid,
+    xid_catalog,
+)
+from ansible_collections.gpuops.bringup.plugins.module_utils.nccl_tests import verdict as nccl_verdict
+from ansible_collections.gpuops.bringup.plugins.module_utils.rooted import SnapshotReader
+
+SCHEMA_VERSION = 1
+STATUSES = ("PASS", "WARN", "FAIL", "ERROR", "SKIPPED")
+PASSING = ("PASS", "WARN")
+VERDICTS = ("accepted", "rejected", "incomplete")
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# Inventory host names become file names in the results directory.
+FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
+# A version as drivers and firmware print them: 535.274.02, 28.39.1002, 96.00.74.00.01.
+_VERSION_PART = re.compile(r"[0-9]{1,9}|[A-Za-z]{1,9}")
+
+# Published gates by GPU model and count: a profile gets them by what its GPUs are, whatever its group is called;
+# gpuops_hardware.gates overrides any of them.
+PUBLISHED_GATES = (
+    {
+        "model": "NVIDIA H100 80GB HBM3",
+        "count": 8,
+        "gates": {"nccl_all_reduce_busbw_gbps": 460.0, "ib_write_bw_gbps": 380.0},
+        "source": "Azure/azurehpc-health-checks conf/nd96isr_h100_v5.conf (commit 0e0a1ac2): check_nccl_allreduce "
+        "460.0 1 16G, check_ib_bw_gdr 380",
+    },
+    {
+        "model": "NVIDIA H200",
+        "count": 8,
+        "gates": {"nccl_all_reduce_busbw_gbps": 431.0, "ib_write_bw_gbps": 360.0},
+        "source": "Azure/azurehpc-health-checks conf/nd96isr_h200_v5.conf (commit 0e0a1ac2): check_nccl_allreduce "
+        "431.0 1 16G, check_ib_bw_gdr 360",
+    },
+    {
+        "model": "NVIDIA A100-SXM4-80GB",
+        "count": 8,
+        "gates": {"nccl_all_reduce_busbw_gbps": 228.0, "ib_write_bw_gbps": 180.0},
+        "source": "Azure/azurehpc-health-checks conf/nd96amsr_a100_v4.conf (commit 0e0a1ac2): check_nccl_allreduce "
+        "228.0 1 16G, check_ib_bw_gdr 180.0",
+    },
+)
+# What a profile may set under gpuops_hardware.gates, each a number above 0.
+GATE_KEYS = {
+    "nccl_all_reduce_busbw_gbps": "single-node all_reduce_perf bus bandwidth (GB/s) at the largest message size",
+    "ib_write_bw_gbps": "ib_write_bw per port (Gb/s)",
+}
+# gpuops_hardware.firmware: the expected firmware, and how drift is judged.
+FIRMWARE_KEYS = {
+    "vbios": "a list of the VBIOS versions the node's GPUs may run",
+    "vbios_drift": "warn or fail: GPUs of one node on different or unexpected VBIOS versions",
+    "hca_min": "the lowest RDMA adapter firmware version, e.g. 28.39.1002",
+    "hca_drift": "warn or fail: an adapter below hca_min",
+}
+DRIFT = ("warn", "fail")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# evidence -> state
+
+
+def _item(evidence, name):
+    """One evidence item ({ran, rc, stdout, stderr, missing, ...}) or {} when the node side did not collect it."""
+    value = (evidence or {}).get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _text(item):
+    value = item.get("stdout")
+    return parsing.clean(value) if isinstance(value, str) else None
+
+
+def _json(item):
+    text = _text(item)
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _why_not(item, what):
+    """Why an evidence item gives nothing to judge: not installed, failed, or not collected."""
+    if not item:
+        return f"{what} was not collected"
+    if item.get("missing"):
+        return f"{item.get('tool', what)} is not installed on the node"
+    if item.get("skipped"):
+        return f"{what} was not run: {item['skipped']}"
+    if item.get("rc") not in (0, None):
+        err = " ".join(((item.get("stderr") or "") + " " + (item.get("stdout") or "")).split())[-300:]
+        return f"{what} exited with {item.get('rc')}: {err or 'no message'}"
+    return f"{what} printed nothing"
+
+
+def _gpu_state(evidence):
+    item = _item(evidence, "nvidia-smi-query.xml")
+    state = {"query": None, "failure": None, "error": None, "nvlink": None, "nvlink_error": None, "topology": None}
+    if not item or item.get("missing") or item.get("rc") is None:
+        state["error"] = _why_not(item, "nvidia-smi -q -x")
+        return state
+    if item["rc"] != 0:
+        state["failure"] = nvidia_smi.classify_failure(item["rc"], item.get("stdout"), item.get("stderr"))
+        if state["failure"] is None:
+            state["error"] = _why_not(item, "nvidia-smi -q -x")
+        return state
+    try:
+        state["query"] = nvidia_smi.parse_query_xml(_text(item))
+    except parsing.ParseError as exc:
+        state["error"] = f"nvidia-smi -q -x printed what is no query: {exc}"
+        return state
+    nvlink = _item(evidence, "nvidia-smi-nvlink.txt")
+    if nvlink.get("rc") == 0 and _text(nvlink):
+        try:
+            state["nvlink"] = nvidia_smi.parse_nvlink_status(_text(nvlink))
+        except parsing.ParseError as exc:
+            state["nvlink_error"] = f"nvidia-smi nvlink -s printed what is no NVLink status: {exc}"
+    else:
+        state["nvlink_error"] = _why_not(nvlink, "nvidia-smi nvlink -s")
+    topo = _item(evidence, "nvidia-smi-topo.txt")
+    if topo.get("rc") == 0 and _text(topo):
+        try:
+            state["topology"] = nvidia_smi.parse_topology(_text(topo))
+        except parsing.ParseError:
+            state["topology"] = None
+    return state
+
+
+def _pci_state(evidence):
+    lspci = _item(evidence, "lspci.txt")
+    if lspci.get("rc") == 0 and _text(lspci) is not None:
+        try:
+            return pci.inventory(pci.read_lspci_nn(_text(lspci))["devices"])
+        except parsing.ParseError:
+            return None
+    snapshot = _json(_item(evidence, "sysfs-pci.json"))
+    if snapshot is not None:
+        return pci.inventory(pci.read_sysfs(SnapshotReader(snapshot)))
+    return None
+
+
+def _infiniband_state(evidence):
+    snapshot = _json(_item(evidence, "sysfs-infiniband.json"))
+    devices = infiniband.read_sysfs(SnapshotReader(snapshot)) if snapshot is not None else []
+    ibstat = _item(evidence, "ibstat.txt")
+    if _text(ibstat):
+        devices = infiniband.merge(devices, infiniband.parse_ibstat(_text(ibstat))["devices"])
+    counters = (snapshot or {}).get("counters") if isinstance(snapshot, dict) else None
+    return {"devices": devices, "counters": counters if isinstance(counters, dict) else {}}
+
+
+def _kernel_log_state(evidence):
+    item = _item(evidence, "kernel-log.txt")
+    text = _text(item)
+    if text is None or item.get("rc") not in (0, None):
+        return {"source": None, "scan": None, "driver": None, "error": _why_not(item, "the kernel log")}
+    return {
+        "source": item.get("source"),
+        "scan": xid.scan(text),
+        "driver": xid.driver_messages(text),
+        "error": None,
+    }
+
+
+def _library_version(path):
+    """535.274.02 from /usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.535.274.02; None otherwise."""
+    if not isinstance(path, str):
+        return None
+    match = re.search(r"libnvidia-ml\.so\.([0-9]{1,4}(?:\.[0-9]{1,4}){1,3})$", path)
+    return match.group(1) if match else None
+
+
+def _driver_state(evidence, kernel_log):
+    files = _json(_item(evidence, "driver-files.json")) or {}
+    files = files if isinstance(files, dict) else {}
+    nvrm = dkms.parse_nvrm_version(files.get("proc_version") or "")
+    sys_version = (files.get("sys_version") or "").strip() if isinstance(files.get("sys_version"), str) else ""
+    messages = (kernel_log or {}).get("driver") or {"loaded": [], "api_mismatch": []}
+    records = dkms.parse_dkms_status(_text(_item(evidence, "dkms-status.txt")) or "")
+    installed_dkms = sorted(
+        {r["version"] for r in records if r["module"].startswith("nvidia") and r["state"] == "installed"},
+        key=version_key,
+    )
+    libraries = files.get("nvml_libraries") if isinstance(files.get("nvml_libraries"), list) else []
+    library_versions = sorted({v for v in (_library_version(p) for p in libraries) if v}, key=version_key)
+    return {
+        "module_version": sys_version or (nvrm or {}).get("version"),
+        "module_flavor": (nvrm or {}).get("flavor"),
+        "kernel_log_loaded": [m["version"] for m in messages["loaded"]],
+        "api_mismatch": messages["api_mismatch"],
+        "dkms_installed": installed_dkms,
+        "library_versions": library_versions,
+    }
+
+
+def _units_state(evidence):
+    item = _item(evidence, "systemd-units.txt")
+    units = {}
+    current = {}
+    for line in [*(_text(item) or "").splitlines(), ""]:
+        if not line.strip():
+            if current.get("Id"):
+                units[current["Id"]] = {
+                    "exists": current.get("LoadState") == "loaded",
+                    "active": current.get("ActiveState") == "active",
+                    "enabled": current.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias"),
+                    "state": current.get("ActiveState"),
+                    "sub_state": current.get("SubState"),
+                }
+            current = {}
+            continue
+        key, sep, value = line.partition("=")
+        if sep:
+            current[key.strip()] = value.strip()
+    return units if item.get("rc") == 0 or units else None
+
+
+def _packages_state(evidence):
+    """{name: version} of the installed packages (dpkg-query's or rpm's lines: name TAB version [TAB status])."""
+    packages = {}
+    for line in (_text(_item(evidence, "packages.txt")) or "").splitlines():
+        fields = line.split("\t")
+        if len(fields) < 2 or not fields[0]:
+            continue
+        if len(fields) >= 3 and not fields[2].startswith("ii") and not fields[2].startswith("hi"):
+            continue
+        packages[fields[0]] = fields[1]
+    return packages
+
+
+# What firmware writes where a vendor filled nothing in (dmidecode's own "Not Specified", AMI's and ASUS's templates).
+DMI_PLACEHOLDERS = ("", "Not Specified", "Not Settable", "To Be Filled By O.E.M.", "Default string",
+                    "System Serial Number", "System manufacturer", "System Product Name", "System Version",
+                    "0123456789", "123456789")  # fmt: skip
+
+
+def _dmi_state(evidence):
+    """System manufacturer, product, serial and BIOS version and date from dmidecode -t system -t bios."""
+    wanted = {
+        ("System Information", "Manufacturer"): "manufacturer",
+        ("System Information", "Product Name"): "product",
+        ("System Information", "Serial Number"): "serial",
+        ("System Information", "UUID"): "uuid",
+        ("BIOS Information", "Vendor"): "bios_vendor",
+        ("BIOS Information", "Version"): "bios_version",
+        ("BIOS Information", "Release Date"): "bios_date",
+    }
+    found = dict.fromkeys(wanted.values())
+    section = None
+    for line in (_text(_item(evidence, "dmidecode.txt")) or "").splitlines():
+        if line and not line[0].isspace():
+            section = line.strip()
+            continue
+        key, sep, value = line.strip().partition(":")
+        name = wanted.get((section, key.strip()))
+        if sep and name and found[name] is None:
+            value = value.strip()
+            found[name] = None if value in DMI_PLACEHOLDERS else value
+    return found
+
+
+def read_state(evidence):
+    """Everything the checks judge, parsed from a node's evidence (acceptance_read's result)."""
+    evidence = evidence if isinstance(evidence, dict) else {}
+    kernel_log = _kernel_log_state(evidence)
+    return {
+        "gpu": _gpu_state(evidence),
+        "pci": _pci_state(evidence),
+        "infiniband": _infiniband_state(evidence),
+        "kernel_log": kernel_log,
+        "driver": _driver_state(evidence, kernel_log),
+        "units": _units_state(evidence),
+        "packages": _packages_state(evidence),
+        "system": _dmi_state(evidence),
+        "nccl": _json(_item(evidence, "nccl-tests-results.json")),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# versions and gates
+
+
+def version_key(version):
+    """A sort key for dotted versions (numbers compared as numbers, letters as text): 535.54.03 < 535.104.05."""
+    parts = _VERSION_PART.findall(str(version or ""))
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def upstream_version(package_version):
+    """535.274.02 from a package version: the epoch (3:), Debian or rpm revision (-1, -1.el9) dropped."""
+    text = str(package_version or "")
+    text = text.split(":", 1)[1] if ":" in text else text
+    return text.split("-", 1)[0] or None
+
+
+def gates(hardware):
+    """(gates, sources): the published gates for the profile's GPU model and count, then the profile's own."""
+    gpu = (hardware or {}).get("gpu") or {}
+    found, sources = {}, {}
+    for entry in PUBLISHED_GATES:
+        if entry["model"] == gpu.get("model") and entry["count"] == gpu.get("count"):
+            for key, value in entry["gates"].items():
+                found[key], sources[key] = value, entry["source"]
+    own = (hardware or {}).get("gates") or {}
+    for key, value in own.items() if isinstance(own, dict) else ():
+        found[key], sources[key] = value, f"gpuops_hardware.gates.{key} of profile {hardware.get('profile')}"
+    return found, sources
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# checks
+
+
+def _outcome(status, reason, value=None, gate=None, fault=None, evidence=(), findings=None):
+    return {"status": status, "reason": reason, "value": value, "gate": gate, "fault": fault,
+            "evidence": list(evidence), "findings": findings or []}  # fmt: skip
+
+
+def _label(device):
+    return f"GPU {device.get('index')} ({device.get('pci_bus_id')})"
+
+
+def _gpus_or_error(state, evidence=("nvidia-smi-query.xml",)):
+    """(devices, None) when nvidia-smi answered, else (None, an ERROR outcome saying why)."""
+    gpu = state["gpu"]
+    if gpu["query"] is not None:
+        return gpu["query"]["devices"], None
+    pci_gpus = len((state["pci"] or {}).get("gpus") or [])
+    on_bus = f"; lspci lists {pci_gpus} NVIDIA GPU(s)" if state["pci"] is not None else ""
+    if gpu["failure"] is not None:
+        fault = "driver_not_loaded" if gpu["failure"]["code"] == "driver_unreachable" else "tool_failed"
+        if gpu["failure"]["code"] == "driver_library_mismatch":
+            fault = "driver_mismatch"
+        reason = f"nvidia-smi: {gpu['failure']['message']}{on_bus}"
+    else:
+        fault = "tool_missing" if "not installed" in (gpu["error"] or "") else "tool_failed"
+        reason = f"{gpu['error']}{on_bus}"
+    return None, _outcome("ERROR", reason, value={"gpus_on_pci_bus": pci_gpus} if on_bus else None, fault=fault,
+                          evidence=(*evidence, "lspci.txt"))  # fmt: skip
+
+
+def _per_gpu(devices, problem):
+    """[(device, message)] for every GPU problem() finds something on (problem returns a message or None)."""
+    found = []
+    for device in devices:
+        message = problem(device)
+        if message:
+            found.append((device, message))
+    return found
+
+
+def _bus_ids(devices):
+    return {str(d.get("pci_bus_id") or "").lower()[-12:] for d in devices}
+
+
+def check_gpu_count(state, hardware, gate_values):
+    expected = hardware["gpu"]["count"]
+    devices, error = _gpus_or_error(state)
+    if error:
+        return error
+    listed = len(devices)
+    attached = state["gpu"]["query"].get("attached_gpus")
+    pci_gpus = (state["pci"] or {}).get("gpus") or []
+    if listed < expected or (attached is not None and attached > listed):
+        missing = sorted(
+            g["address"] for g in pci_gpus if str(g.get("address", "")).lower()[-12:] not in _bus_ids(devices)
+        )
+        # Named only when lspci's addresses account for exactly the GPUs nvidia-smi lacks; otherwise the two
+        # number the bus differently and only the counts say something.
+        if missing and len(missing) == len(pci_gpus) - listed:
+            where = f"; on the PCI bus but not in nvidia-smi: {', '.join(missing)}"
+        else:
+            where = f"; lspci lists {len(pci_gpus)} NVIDIA GPU(s)" if state["pci"] is not None else ""
+        return _outcome("FAIL", f"nvidia-smi lists {listed} GPU(s), the profile {expected}{where}", listed, expected,
+                        "gpu_missing", ("nvidia-smi-query.xml", "lspci.txt"))  # fmt: skip
+    if listed > expected:
+        return _outcome("WARN", f"nvidia-smi lists {listed} GPUs, more than the profile's {expected}", listed,
+                        expected, "gpu_extra", ("nvidia-smi-query.xml",))  # fmt: skip
+    return _outcome("PASS", f"{listed} GPUs, as the profile says", listed, expected, evidence=("nvidia-smi-query.xml",))
+
+
+def check_gpu_model(state, hardware, gate_values):
+    expected = hardware["gpu"]["model"]
+    devices, error = _gpus_or_error(state)
+    if error:
+        return error
+    models = sorted({d.get("name") or "unknown" for d in devices})
+    wrong = _per_gpu(devices, lambda d: None if d.get("name") == expected else f"{_label(d)} is {d.get('name')}")
+    if wrong:
+        return _outcome("FAIL", "; ".join(m for _d, m in wrong), models, expected, "gpu_wrong_model",
+                        ("nvidia-smi-query.xml",))  # fmt: skip
+    if not devices:
+        return _outcome("ERROR", "nvidia-smi lists no GPU to compare", models, expected, "not_reported",
+                        ("nvidia-smi-query.xml",))  # fmt: skip
+    return _outcome("PASS", f"every GPU is {expected}", models, expected, evidence=("nvidia-smi-query.xml",))
+
+
+def check_gpu_pcie(state, hardware, gate_values):
+    devices, error = _gpus_or_error(state)
+    if error:
+        return error
+    unknown = [d for d in devices if (d.get("pcie") or {}).get("width_current") is None
+               or (d.get("pcie") or {}).get("width_max") is None]  # fmt: skip
+    narrow = _per_gpu(
+        devices,
+        lambda d: (
+            f"{_label(d)} runs x{d['pcie']['width_current']} of x{d['pcie']['width_max']}"
+            if d not in unknown and d["pcie"]["width_current"] < d["pcie"]["width_max"]
+            else None
+        ),
+    )
+    widths = {d.get("pci_bus_id"): (d.get("pcie") or {}).get("width_current") for d in devices}
+    if narrow:
+        return _outcome("FAIL", "; ".join(m for _d, m in narrow), widths, "maximum width", "pcie_degraded",
+                        ("nvidia-smi-query.xml",))  # fmt: skip
+    if unknown or not devices:
+        names = ", ".join(_label(d) for d in unknown) or "no GPU listed"
+        return _outcome("ERROR", f"nvidia-smi reported no PCIe link width for {names}", widths, "maximum width",
+                        "not_reported", ("nvidia-smi-query.xml",))  # fmt: skip
+    slow = [d for d in devices if (d["pcie"].get("gen_current") or 0) < (d["pcie"].get("gen_max") or 0)]
+    note = (f"; {len(slow)} GPU(s) below their maximum PCIe generation, which idle GPUs do to save power"
+            if slow else "")  # fmt: skip
+    return _outcome("PASS", f"every GPU's link runs at its maximum width{note}", widths, "maximum width",
+                    evidence=("nvidia-smi-query.xml",))  # fmt: skip
+
+
+def _count(device, kind):
+    """A GPU's uncorrectable ECC count, volatile (since the driver loaded) or aggregate (its life); None unknown."""
+    return (((device.get("ecc") or {}).get(kind)) or {}).get("uncorrectable")
+
+
+def check_gpu_ecc(state, hardware, gate_values):
+    devices, error = _gpus_or_error(state)
+    if error:
+        return error
+    ecc = {d.get("pci_bus_id"): d.get("ecc") or {} for d in devices}
+    if devices and all(e.get("mode") in (None, "N/A") for e in ecc.values()):
+        return _outcome("SKIPPED", "these GPUs report no ECC mode (GPUs without ECC memory)",
+                        evidence=("nvidia-smi-query.xml",))  # fmt: skip
+    value = {bus: (e.get("volatile") or {}).get("uncorrectable") for bus, e in ecc.items()}
+    uncorrectable = _per_gpu(devices, lambda d: f"{_label(d)} counts {_count(d, 'volatile')} uncorrectable error(s)"
+                             if _count(d, "volatile") else None)  # fmt: skip
+    if uncorrectable:
+        return _outcome("FAIL", "; ".join(m for _d, m in uncorrectable) + " since the driver loaded", value, 0,
+                        "ecc_uncorrectable", ("nvidia-smi-query.xml",))  # fmt: skip
+    disabled = _per_gpu(
+        devices,
+        lambda d: (
+            f"{_label(d)} has ECC {(d.get('ecc') or {}).get('mode')}"
+            if (d.get("ecc") or {}).get("mode") not in ("Enabled", None, "N/A")
+            else None
+        ),
+    )
+    if disabled:
+        return _outcome("FAIL", "; ".join(m for _d, m in disabled), value, 0, "ecc_disabled",
+                        ("nvidia-smi-query.xml",))  # fmt: skip
+    unknown = [d for d in devices if _count(d, "volatile") is None]
+    if unknown:
+        return _outcome("ERROR", "nvidia-smi reported no volatile uncorrectable ECC count for "
+                        + ", ".join(_label(d) for d in unknown), value, 0, "not_reported",
+                        ("nvidia-smi-query.xml",))  # fmt: skip
+    notes = _per_gpu(
+        devices,
+        lambda d: (
+            f"{_label(d)} counts {_count(d, 'aggregate')} uncorrectable error(s) over its life"
+            if _count(d, "aggregate")
+            else (
+                f"{_label(d)} switches ECC to {d['ecc'].get('mode_pending')} at its next reset"
+                if d["ecc"].get("mode_pending") not in (None, "N/A", d["ecc"].get("mode"))
+                else None
+            )
+        ),
+    )
+    if notes:
+        return _outcome("WARN", "; ".join(m for _d, m in notes), value, 0, evidence=("nvidia-smi-query.xml",))
+    return _outcome("PASS", "no uncorrectable ECC error since the driver loaded", value, 0,
+                    evidence=("nvidia-smi-query.xml",))  # fmt: skip
+
+
+def check_gpu_memory(state, hardware, gate_values):
+    devices, error = _gpus_or_error(state)
+    if error:
+        return error
+    found = {"row_remap_failure": [], "row_remap_pending": [], "retired_pages_pending": []}
+    unknown = []
+    for device in devices:
+        rows = device.get("remapped_rows") or {}
+        pages = device.get("retired_pages") or {}
+        if rows.get("failure"):
+            found["row_remap_failure"].append(f"{_label(device)} failed to remap a memory row")
+        if rows.get("pending"):
+            found["row_remap_pending"].append(f"{_label(device)} has a row remapping pending")
+        if pages.get("pending"):
+            found["retired_pages_pending"].append(f"{_label(device)} has a page retirement pending")
+        if None in (rows.get("failure"), rows.get("pending")) and pages.get("pending") is None:
+            unknown.append(device)
+    value = {d.get("pci_bus_id"): {"remapped_rows": d.get("remapped_rows"), "retired_pages": d.get("retired_pages")}
+             for d in devices}  # fmt: skip
+    for fault, messages in found.items():
+        if messages:
+            return _outcome("FAIL", "; ".join(messages), value, "none pending or failed", fault,
+                            ("nvidia-smi-query.xml",))  # fmt: skip
+    if unknown or not devices:
+        names = ", ".join(_label(d) for d in unknown) or "no GPU listed"
+        return _outcome("ERROR", f"nvidia-smi reported neither row remapping nor page retirement state for {names}",
+                        value, "none pending or failed", "not_reported", ("nvidia-smi-query.xml",))  # fmt: skip
+    return _outcome("PASS", "no row remapping or page retirement pending or failed", value, "none pending or failed",
+                    evidence=("nvidia-smi-query.xml",))  # fmt: skip
+
+
+def check_gpu_recovery(state, hardware, gate_values):
+    devices, error = _gpus_or_error(state)
+    if error:
+        return error
+    asks = _per_gpu(
+        devices,
+        lambda d: (
+            f"{_label(d)} asks for recovery action {d['recovery_action']}"
+            if d.get("recovery_action") not in (None, "None", "N/A")
+            else f"{_label(d)} reports that it needs a reset"
+            if d.get("reset_required")
+            else None
+        ),
+    )
+    value = {d.get("pci_bus_id"): d.get("recovery_action") or ("reset" if d.get("reset_required") else None)
+             for d in devices}  # fmt: skip
+    if asks:
+        return _outcome("FAIL", "; ".join(m for _d, m in asks), value, "none", "gpu_reset_required",
+                        ("nvidia-smi-query.xml",))  # fmt: skip
+    if not devices or all(d.get("reset_required") is None and d.get("recovery_action") is None for d in devices):
+        return _outcome("ERROR", "nvidia-smi reported no GPU reset status (drivers before R550 do not)", value,
+                        "none", "not_reported", ("nvidia-smi-query.xml",))  # fmt: skip
+    return _outcome("PASS", "no GPU asks for a reset or recovery", value, "none", evidence=("nvidia-smi-query.xml",))
+
+
+def check_gpu_nvlink(state, hardware, gate_values):
+    expected = hardware["gpu"].get("nvlinks", 0)
+    devices, error = _gpus_or_error(state, ("nvidia-smi-query.xml", "nvidia-smi-nvlink.txt"))
+    if error:
+        return error
+    nvlink = state["gpu"]["nvlink"]
+    if nvlink is None:
+        return _outcome("ERROR", state["gpu"]["nvlink_error"], None, expected, "tool_failed",
+                        ("nvidia-smi-nvlink.txt",))  # fmt: skip
+    active = {g["index"]: g["active"] for g in nvlink}
+    short = [
+        f"GPU {g['index']} has {g['active']} of {expected} NVLinks active" for g in nvlink if g["active"] < expected
+    ]
+    unseen = [f"GPU {d['index']} is not in nvidia-smi nvlink -s" for d in devices if d["index"] not in active]
+    if short or unseen:
+        return _outcome("FAIL", "; ".join(short + unseen), active, expected, "nvlink_down",
+                        ("nvidia-smi-nvlink.txt",))  # fmt: skip
+    return _outcome("PASS", f"every GPU has at least {expected} NVLinks active", active, expected,
+                    evidence=("nvidia-smi-nvlink.txt",))  # fmt: skip
+
+
+def check_gpu_fabric(state, hardware, gate_values):
+    devices, error = _gpus_or_error(state)
+    if error:
+        return error
+    value = {d.get("pci_bus_id"): (d.get("fabric") or {}).get("state") for d in devices}
+    unknown = [d for d in devices if d.get("fabric") is None]
+    bad = _per_gpu(
+        devices,
+        lambda d: (
+            None
+            if d.get("fabric") is None
+            or (d["fabric"].get("state") == "Completed" and d["fabric"].get("status") in (None, "Success"))
+            else f"{_label(d)} fabric state {d['fabric'].get('state')}"
+            + (f", status {d['fabric']['status']}" if d["fabric"].get("status") else "")
+        ),
+    )
+    if bad:
+        return _outcome("FAIL", "; ".join(m for _d, m in bad), value, "Completed", "fabric_not_ready",
+                        ("nvidia-smi-query.xml",))  # fmt: skip
+    if unknown or not devices:
+        names = ", ".join(_label(d) for d in unknown) or "no GPU listed"
+        return _outcome("ERROR", f"nvidia-smi reported no NVLink fabric state for {names} (drivers before R535 do "
+                        "not)", value, "Completed", "not_reported", ("nvidia-smi-query.xml",))  # fmt: skip
+    return _outcome("PASS", "every GPU is registered with the NVLink fabric (Completed)", value, "Completed",
+                    evidence=("nvidia-smi-query.xml",))  # fmt: skip
+
+
+HW_SLOWDOWN = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
+SW_SLOWDOWN = ("sw_thermal_slowdown",)
+
+
+def check_gpu_clocks(state, hardware, gate_values):
+    devices, error = _gpus_or_error(state)
+    if error:
+        return error
+    value = {d.get("pci_bus_id"): d.get("clock_event_reasons") for d in devices}
+    unknown = [d for d in devices if d.get("clock_event_reasons") is None]
+    for reasons, fault, status in ((HW_SLOWDOWN, "clock_hw_slowdown", "FAIL"),
+                                   (SW_SLOWDOWN, "clock_sw_thermal", "WARN")):  # fmt: skip
+        slowed = _per_gpu(devices, lambda d, r=reasons: (
+            f"{_label(d)}: {', '.join(x for x in d['clock_event_reasons'] if x in r)}"
+            if any(x in r for x in d.get("clock_event_reasons") or ()) else None))  # fmt: skip
+        if slowed:
+            return _outcome(status, "clocks held down at idle by " + "; ".join(m for _d, m in slowed), value,
+                            "no thermal or power slowdown", fault if status == "FAIL" else None,
+                            ("nvidia-smi-query.xml",), findings=[fault] if status == "WARN" else None)  # fmt: skip
+    if unknown or not devices:
+        names = ", ".join(_label(d) for d in unknown) or "no GPU listed"
+        return _outcome("ERROR", f"nvidia-smi reported no clock event reasons for {names}", value,
+                        "no thermal or power slowdown", "not_reported", ("nvidia-smi-query.xml",))  # fmt: skip
+    return _outcome("PASS", "no thermal or power slowdown", value, "no thermal or power slowdown",
+                    evidence=("nvidia-smi-query.xml",))  # fmt: skip
+
+
+def check_gpu_xid(state, hardware, gate_values):
+    log = state["kernel_log"]
+    if log["scan"] is None:
+        return _outcome("ERROR", log["error"], fault="kernel_log_unreadable", evidence=("kernel-log.txt",))
+    scan = log["scan"]
+    events = scan["events"]
+    worst = scan["summary"]["worst_severity"]
+    value = {"events": len(events), "xid_counts": scan["summary"]["xid_counts"], "worst_severity": worst,
+             "source": log["source"]}  # fmt: skip
+    bad = [e for e in events if e["severity"] in ("error", "critical")]
+    if bad:
+        # The Xid catalog's own action and severity: the first of the worst events.
+        first = max(bad, key=lambda e: xid_catalog.severity_rank(e["severity"]))
+        lines = [f"{_event_name(e)} on {e['pci_bus_id'] or 'the node'}: {e['meaning']}" for e in bad[:5]]
+        more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
+        outcome = _outcome("FAIL", "; ".join(lines) + more, value, "no error or critical event since boot",
+                           _event_name(first), ("kernel-log.txt",))  # fmt: skip
+        outcome["severity"] = "critical" if first["severity"] == "critical" else "high"
+        outcome["action"] = first["action"]
+        return outcome
+    warn = [e for e in events if e["severity"] in ("warning", xid_catalog.UNKNOWN)]
+    if warn:
+        lines = [f"{_event_name(e)} on {e['pci_bus_id'] or 'the node'}: {e['meaning']}" for e in warn[:5]]
+        return _outcome("WARN", "; ".join(lines), value, "no error or critical event since boot",
+                        evidence=("kernel-log.txt",))  # fmt: skip
+    seen = f"{len(events)} informational event(s)" if events else "no GPU error event"
+    return _outcome("PASS", f"{seen} in the kernel log ({log['source']}, {scan['lines']} lines)", value,
+                    "no error or critical event since boot", evidence=("kernel-log.txt",))  # fmt: skip
+
+
+def _event_name(event):
+    return f"xid_{event['xid']}" if event.get("xid") is not None else event.get("event", "kernel_event")
+
+
+def loaded_version(state):
+    """(version, where it was read) of the NVIDIA kernel module loaded now, or (None, None)."""
+    driver = state["driver"]
+    if driver["module_version"]:
+        return driver["module_version"], "the loaded module (/sys/module/nvidia/version, /proc/driver/nvidia/version)"
+    query = state["gpu"]["query"]
+    if query and query.get("driver_version"):
+        return query["driver_version"], "nvidia-smi (NVML)"
+    if driver["api_mismatch"]:
+        return driver["api_mismatch"][-1]["module_version"], "the kernel log's API mismatch message"
+    if driver["kernel_log_loaded"]:
+        return driver["kernel_log_loaded"][-1], "the kernel log's last module load"
+    return None, None
+
+
+def installed_versions(state):
+    """{where: [versions]} of the driver installed on the node: DKMS modules, the NVML library."""
+    driver = state["driver"]
+    found = {}
+    if driver["dkms_installed"]:
+        found["dkms"] = driver["dkms_installed"]
+    if driver["library_versions"]:
+        found["nvml_library"] = driver["library_versions"]
+    return found
+
+
+def check_driver_version(state, hardware, gate_values):
+    loaded, where = loaded_version(state)
+    installed = installed_versions(state)
+    evidence = ("driver-files.json", "dkms-status.txt", "nvidia-smi-query.xml", "kernel-log.txt")
+    value = {"loaded": loaded, "loaded_from": where, "installed": installed}
+    mismatch = state["gpu"]["failure"] and state["gpu"]["failure"]["code"] == "driver_library_mismatch"
+    versions = sorted({v for vs in installed.values() for v in vs}, key=version_key)
+    if mismatch or state["driver"]["api_mismatch"]:
+        seen = state["driver"]["api_mismatch"][-1] if state["driver"]["api_mismatch"] else None
+        said = (f"the kernel refused a client at {seen['client_version']}: its loaded module is "
+                f"{seen['module_version']}" if seen else "nvidia-smi: Driver/library version mismatch")  # fmt: skip
+        return _outcome("FAIL", f"{said}; installed: {', '.join(versions) or 'unknown'}", value, "equal",
+                        "driver_mismatch", evidence)  # fmt: skip
+    if loaded is None:
+        why = state["gpu"]["error"] or (state["gpu"]["failure"] or {}).get("message") or "no driver answers"
+        return _outcome("ERROR", f"no loaded NVIDIA module could be read ({why})", value, "equal",
+                        "driver_not_loaded", evidence)  # fmt: skip
+    if not versions:
+        return _outcome("ERROR", f"loaded {loaded}, but no installed driver was found (no DKMS module, no NVML "
+                        "library that ldconfig knows)", value, "equal", "not_reported", evidence)  # fmt: skip
+    others = [v for v in versions if v != loaded]
+    if others:
+        return _outcome("FAIL", f"loaded {loaded} (from {where}), installed {', '.join(versions)}: the installed "
+                        "driver is not the one running", value, "equal", "driver_mismatch", evidence)  # fmt: skip
+    return _outcome("PASS", f"loaded {loaded}, the installed driver", value, "equal", evidence=evidence)
+
+
+def check_driver_persistence(state, hardware, gate_values):
+    devices, error = _gpus_or_error(state)
+    if error:
+        return error
+    value = {d.get("pci_bus_id"): d.get("persistence_mode") for d in devices}
+    off = [d for d in devices if d.get("persistence_mode") is False]
+    if off:
+        return _outcome("FAIL", "persistence mode is off on " + ", ".join(_label(d) for d in off), value, True,
+                        "persistence_off", ("nvidia-smi-query.xml", "systemd-units.txt"))  # fmt: skip
+    if not devices or any(d.get("persistence_mode") is None for d in devices):
+        return _outcome("ERROR", "nvidia-smi reported no persistence mode", value, True, "not_reported",
+                        ("nvidia-smi-query.xml",))  # fmt: skip
+    return _outcome("PASS", "persistence mode is on on every GPU", value, True, evidence=("nvidia-smi-query.xml",))
+
+
+_FABRICMANAGER_PACKAGE = re.compile(r"nvidia-fabric-?manager(?:-[0-9]{3})?")
+
+
+def check_driver_fabric_manager(state, hardware, gate_values):
+    evidence = ("systemd-units.txt", "packages.txt")
+    packages = {n: v for n, v in state["packages"].items() if _FABRICMANAGER_PACKAGE.fullmatch(n)}
+    loaded, _where = loaded_version(state)
+    units = state["units"]
+    unit = (units or {}).get("nvidia-fabricmanager.service") or {}
+    value = {"packages": packages, "unit": unit.get("state"), "driver": loaded}
+    if units is None:
+        return _outcome("ERROR", "systemctl could not be read", value, loaded, "tool_failed", evidence)
+    if not packages and not unit.get("exists"):
+        return _outcome("FAIL", "nvidia-fabricmanager is not installed", value, loaded, "fabricmanager_missing",
+                        evidence)  # fmt: skip
+    versions = sorted({upstream_version(v) for v in packages.values()}, key=version_key)
+    live = state["driver"]["module_version"] is not None
+    if not unit.get("active") and (live or not unit.get("enabled")):
+        return _outcome("FAIL", f"nvidia-fabricmanager.service is {unit.get('state') or 'not loaded'}"
+                        f"{'' if unit.get('enabled') else ' and not enabled'}", value, loaded, "fabricmanager_stopped",
+                        evidence)  # fmt: skip
+    if loaded is None or not versions:
+        return _outcome("ERROR", "the versions of fabric manager and of the loaded driver could not both be read "
+                        f"(fabric manager {', '.join(versions) or 'unknown'}, driver {loaded or 'unknown'})", value,
+                        loaded, "not_reported", evidence)  # fmt: skip
+    if versions != [loaded]:
+        return _outcome("FAIL", f"fabric manager {', '.join(versions)}, driver {loaded}", value, loaded,
+                        "fabricmanager_version", evidence)  # fmt: skip
+    if not unit.get("active"):
+        # Only where no NVIDIA module is loaded in this node's kernel while its GPUs answer (a container whose
+        # kernel is its host's, or simulated GPUs): fabric manager cannot start here, and nothing tells whether
+        # it would.
+        return _outcome("WARN", f"nvidia-fabricmanager {loaded} is installed at the driver's version and enabled, but "
+                        "not running: no NVIDIA module is loaded in this node's kernel (its GPUs answer through a "
+                        "container's host or a simulation), so fabric manager cannot start here", value, loaded,
+                        evidence=evidence, findings=["fabricmanager_not_live"])  # fmt: skip
+    return _outcome("PASS", f"nvidia-fabricmanager {loaded} runs, at the driver's version", value, loaded,
+                    evidence=evidence)  # fmt: skip
+
+
+_PORT_FAULTS = {
+    "active_ports_low": "port_down",
+    "port_down": "port_down",
+    "port_polling": "port_down",
+    "port_disabled": "port_down",
+    "port_not_active": "port_down",
+    "rate_low": "port_rate_low",
+    "link_layer_mismatch": "port_link_layer",
+    "no_devices": "port_down",
+}
+
+
+def check_fabric_ports(state, hardware, gate_values):
+    expected = hardware["infiniband"]
+    devices = state["infiniband"]["devices"]
+    evidence = ("ibstat.txt", "sysfs-infiniband.json")
+    found = infiniband.findings(devices, expected_active_ports=expected["ports"],
+                                expected_rate_gbps=expected["rate_gbps"],
+                                expected_link_layer=expected["link_layer"])  # fmt: skip
+    active = infiniband.active_ports(devices, expected["link_layer"])
+    gate = {"ports": expected["ports"], "rate_gbps": expected["rate_gbps"], "link_layer": expected["link_layer"]}
+    errors = [f for f in found if f["severity"] == "error"]
+    if errors:
+        fault = _PORT_FAULTS.get(errors[0]["code"], "port_down")
+        return _outcome("FAIL", "; ".join(f["message"] for f in errors), active, gate, fault, evidence,
+                        findings=[f["code"] for f in found])  # fmt: skip
+    warnings = [f for f in found if f["severity"] == "warning"]
+    if warnings:
+        return _outcome("WARN", "; ".join(f["message"] for f in warnings), active, gate, evidence=evidence,
+                        findings=[f["code"] for f in found])  # fmt: skip
+    return _outcome("PASS", f"{active} {expected['link_layer']} port(s) active at {expected['rate_gbps']:g} Gb/s",
+                    active, gate, evidence=evidence)  # fmt: skip
+
+
+def _drift_status(policy):
+    return "FAIL" if policy == "fail" else "WARN"
+
+
+def check_inventory_vbios(state, hardware, gate_values):
+    devices, error = _gpus_or_error(state)
+    if error:
+        return error
+    firmware = hardware.get("firmware") or {}
+    allowed = firmware.get("vbios") or []
+    status = _drift_status(firmware.get("vbios_drift", "warn"))
+    versions = {d.get("pci_bus_id"): d.get("vbios_version") for d in devices}
+    distinct = sorted({v for v in versions.values() if v})
+    problems = []
+    if len(distinct) > 1:
+        problems.append(f"the GPUs run {len(distinct)} VBIOS versions: {', '.join(distinct)}")
+    unexpected = [v for v in distinct if allowed and v not in allowed]
+    if unexpected:
+        problems.append(f"{', '.join(unexpected)} not in the profile's list ({', '.join(allowed)})")
+    gate = allowed or "one version"
+    if problems:
+        return _outcome(status, "; ".join(problems), versions, gate, "vbios_drift" if status == "FAIL" else None,
+                        ("nvidia-smi-query.xml",), findings=["vbios_drift"])  # fmt: skip
+    if not distinct:
+        return _outcome("ERROR", "nvidia-smi reported no VBIOS version", versions, gate, "not_reported",
+                        ("nvidia-smi-query.xml",))  # fmt: skip
+    return _outcome("PASS", f"every GPU runs VBIOS {distinct[0]}", versions, gate, evidence=("nvidia-smi-query.xml",))
+
+
+def check_inventory_hca_firmware(state, hardware, gate_values):
+    firmware = hardware.get("firmware") or {}
+    minimum = firmware.get("hca_min")
+    devices = state["infiniband"]["devices"]
+    versions = {d["name"]: d.get("fw_version") for d in devices}
+    evidence = ("ibstat.txt", "sysfs-infiniband.json")
+    if not devices:
+        return _outcome("ERROR", "no RDMA adapter was read (ibstat and sysfs list none)", versions, minimum,
+                        "not_reported", evidence)  # fmt: skip
+    unknown = sorted(name for name, v in versions.items() if not v)
+    if minimum is None:
+        distinct = sorted({v for v in versions.values() if v}, key=version_key)
+        return _outcome("PASS", f"recorded: firmware {', '.join(distinct) or 'unknown'} (the profile sets no "
+                        "minimum)", versions, None, evidence=evidence)  # fmt: skip
+    old = sorted(n for n, v in versions.items() if v and version_key(v) < version_key(minimum))
+    if old:
+        status = _drift_status(firmware.get("hca_drift", "warn"))
+        return _outcome(status, "below " + str(minimum) + ": " + ", ".join(f"{n} {versions[n]}" for n in old),
+                        versions, minimum, "hca_firmware_old" if status == "FAIL" else None, evidence,
+                        findings=["hca_firmware_old"])  # fmt: skip
+    if unknown:
+        return _outcome("ERROR", f"no firmware version for {', '.join(unknown)}", versions, minimum, "not_reported",
+                        evidence)  # fmt: skip
+    return _outcome("PASS", f"every adapter at or above {minimum}", versions, minimum, evidence=evidence)
+
+
+def _measurement(kept):
+    """The kept all_reduce_perf measurement of results.json in the shape nccl_tests.verdict reads, or None when the
+    file holds none (any other shape is read as none: the node wrote it)."""
+    measured = kept.get("measurement") if isinstance(kept, dict) else None
+    if not isinstance(measured, dict):
+        return None
+    value = measured.get("largest_busbw_gbps")
+    errors = measured.get("errors")
+    return {
+        "largest_busbw_gbps": float(value) if _number(value) else None,
+        "errors": [str(e) for e in errors] if isinstance(errors, list) else [],
+        "results": measured.get("results") if isinstance(measured.get("results"), list) else [],
+        "rc": measured.get("rc") if isinstance(measured.get("rc"), int) else None,
+        "measured_at": str(measured.get("measured_at") or "an unknown time"),
+    }
+
+
+def check_nccl_single_node(state, hardware, gate_values):
+    gate = gate_values.get("nccl_all_reduce_busbw_gbps")
+    evidence = ("nccl-tests-results.json",)
+    measured = _measurement(state["nccl"].get("node/all_reduce_perf") if isinstance(state["nccl"], dict) else None)
+    if measured is None:
+        where = acceptance_evidence.NCCL_RESULTS
+        return _outcome("SKIPPED", f"no all_reduce_perf measurement on the node ({where}): the nccl_tests stage has "
+                        "not run here", None, gate, evidence=evidence)  # fmt: skip
+    value = measured["largest_busbw_gbps"]
+    if gate is None:
+        return _outcome("ERROR", "no bus bandwidth gate for this profile (gpuops_hardware.gates."
+                        "nccl_all_reduce_busbw_gbps)", value, None, "not_reported", evidence)  # fmt: skip
+    passed, reasons = nccl_verdict(measured, measured["rc"], gate, "largest")
+    when = f" (measured {measured['measured_at']})"
+    if passed:
+        return _outcome("PASS", f"all_reduce_perf bus bandwidth {value:g} GB/s, gate {gate:g}{when}", value, gate,
+                        evidence=evidence)  # fmt: skip
+    below = value is not None and value < gate and measured["rc"] == 0 and not measured["errors"]
+    return _outcome("FAIL", "; ".join(reasons) + when, value, gate, "nccl_below_gate" if below else "nccl_failed",
+                    evidence)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the catalog
+
+
+def _gpus(hardware):
+    return None if hardware["gpu"]["count"] > 0 else "the profile has no GPUs"
+
+
+def _nvlinks(hardware):
+    return _gpus(hardware) or (None if hardware["gpu"].get("nvlinks", 0) > 0 else "the profile has no NVLink "
+                               "(gpuops_hardware.gpu.nvlinks is 0)")  # fmt: skip
+
+
+def _nvswitch(hardware):
+    return _gpus(hardware) or (None if hardware["gpu"].get("nvswitch") else "the profile has no NVSwitch")
+
+
+def _ports(hardware):
+    return None if hardware["infiniband"]["ports"] > 0 else "the profile has no RDMA ports"
+
+
+def _nccl(hardware):
+    return None if hardware["gpu"]["count"] > 1 else "NCCL's single-node test needs two GPUs or more"
+
+
+def _has_nccl_gate(hardware):
+    return "nccl_all_reduce_busbw_gbps" in gates(hardware)[0]
+
+
+# id -> (title, applies (hardware -> None or why not), judge, required unless the profile says otherwise: True, or
+# a function of the profile)
+CHECKS = {
+    "gpu.count": ("GPU count", _gpus, check_gpu_count, True),
+    "gpu.model": ("GPU model", _gpus, check_gpu_model, True),
+    "gpu.pcie": ("PCIe link width", _gpus, check_gpu_pcie, True),
+    "gpu.ecc": ("ECC errors", _gpus, check_gpu_ecc, True),
+    "gpu.memory": ("Row remapping and page retirement", _gpus, check_gpu_memory, True),
+    "gpu.recovery": ("GPU reset and recovery", _gpus, check_gpu_recovery, True),
+    "gpu.nvlink": ("NVLink links", _nvlinks, check_gpu_nvlink, True),
+    "gpu.fabric": ("NVSwitch fabric registration", _nvswitch, check_gpu_fabric, True),
+    "gpu.clocks": ("Clock slowdown at idle", _gpus, check_gpu_clocks, True),
+    "gpu.xid": ("Xid and GPU events in the kernel log", _gpus, check_gpu_xid, True),
+    "driver.version": ("Loaded driver is the installed driver", _gpus, check_driver_version, True),
+    "driver.persistence": ("Persistence mode", _gpus, check_driver_persistence, True),
+    "driver.fabric_manager": ("Fabric manager at the driver's version", _nvswitch, check_driver_fabric_manager, True),
+    "fabric.ports": ("RDMA ports active at rate", _ports, check_fabric_ports, True),
+    "inventory.vbios": ("GPU VBIOS versions", _gpus, check_inventory_vbios, True),
+    "inventory.hca_firmware": ("RDMA adapter firmware", _ports, check_inventory_hca_firmware, True),
+    "nccl.single_node": ("NCCL all_reduce bus bandwidth, one node", _nccl, check_nccl_single_node, _has_nccl_gate),
+}
+
+
+def _category(check_id):
+    return check_id.split(".", 1)[0]
+
+
+def required_checks(hardware, required=None, optional=()):
+    """The ids of the checks a node of this profile must pass: required (the operator's list) if given, else the
+    profile's acceptance.required, else every check that applies and is required by default; minus optional."""
+    listed = required or ((hardware.get("acceptance") or {}).get("required") if isinstance(hardware, dict) else None)
+    if listed:
+        chosen = list(listed)
+    else:
+        chosen = [
+            i
+            for i, (_t, applies, _j, default) in CHECKS.items()
+            if applies(hardware) is None and (default is True or (callable(default) and default(hardware)))
+        ]
+    return [i for i in chosen if i not in set(optional or ())]
+
+
+def _judge(check_id, state, hardware, gate_values):
+    _title, applies, judge, _default = CHECKS[check_id]
+    why_not = applies(hardware)
+    if why_not is not None:
+        return _outcome("SKIPPED", why_not)
+    return judge(state, hardware, gate_values)
+
+
+def _finish(check_id, outcome, required):
+    title = CHECKS[check_id][0]
+    result = {"id": check_id, "title": title, "category": _category(check_id), "required": required, **outcome}
+    fault = outcome.get("fault")
+    if result["status"] in ("FAIL", "ERROR"):
+        entry = acceptance_faults.FAULTS.get(fault) if fault else None
+        # An Xid's severity and action come from the Xid catalog (set by its check).
+        result.setdefault("severity", (entry or {}).get("severity", "low"))
+        result.setdefault("action", (entry or {}).get("action", acceptance_faults.RERUN))
+    else:
+        result["severity"], result["action"], result["fault"] = None, None, None
+    return result
+
+
+def verdict(checks):
+    """accepted, rejected or incomplete, from the checks' statuses and which are required."""
+    required = [c for c in checks if c["required"]]
+    if any(c["status"] == "FAIL" for c in required):
+        return "rejected"
+    if all(c["status"] in PASSING for c in required):
+        return "accepted"
+    return "incomplete"
+
+
+def inventory(state):
+    """What the node is: system, GPUs (serials, UUIDs, VBIOS), RDMA adapters (firmware, PSID), driver."""
+    query = state["gpu"]["query"] or {}
+    loaded, _where = loaded_version(state)
+    return {
+        "system": state["system"],
+        "gpus": [
+            {
+                "index": d.get("index"),
+                "name": d.get("name"),
+                "uuid": d.get("uuid"),
+                "serial": d.get("serial"),
+                "pci_bus_id": d.get("pci_bus_id"),
+                "vbios": d.get("vbios_version"),
+                "memory_mib": d.get("memory_total_mib"),
+            }
+            for d in query.get("devices", [])
+        ],
+        "gpus_on_pci_bus": [g.get("address") for g in (state["pci"] or {}).get("gpus") or []],
+        "rdma_adapters": [
+            {
+                "name": d["name"],
+                "ca_type": d.get("ca_type"),
+                "firmware": d.get("fw_version"),
+                "psid": d.get("board_id"),
+                "node_guid": d.get("node_guid"),
+                "ports": [
+                    {
+                        "port": p["port"],
+                        "state": p.get("state"),
+                        "rate_gbps": p.get("rate_gbps"),
+                        "link_layer": p.get("link_layer"),
+                        "netdev": p.get("netdev"),
+                    }
+                    for p in d.get("ports", [])
+                ],
+            }
+            for d in state["infiniband"]["devices"]
+        ],
+        "driver": {"loaded": loaded, "installed": installed_versions(state), "cuda_version": query.get("cuda_version")},
+    }
+
+
+def node_results(node, hardware, evidence, required=None, optional=(), rack=None, simulated=False, run_id=None):
+    """One node's results document (without the evidence file list, which the writer adds)."""
+    state = read_state(evidence)
+    gate_values, gate_sources = gates(hardware)
+    must = set(required_checks(hardware, required, optional))
+    checks = [_finish(i, _judge(i, state, hardware, gate_values), i in must) for i in CHECKS]
+    counts = {s: sum(1 for c in checks if c["status"] == s) for s in STATUSES}
+    result = verdict(checks)
+    return {
+        "schema": "gpuops.bringup/acceptance-node",
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "node": node,
+        "rack": rack,
+        "profile": hardware.get("profile"),
+        "simulated": simulated or False,
+        "verdict": result,
+        "accepted": result == "accepted",
+        "counts": counts,
+        "gates": {k: {"value": v, "source": gate_sources[k]} for k, v in sorted(gate_values.items())},
+        "checks": checks,
+        "inventory": inventory(state),
+        "summary": summary(node, hardware.get("profile"), simulated, result, checks),
+    }
+
+
+def summary(node, profile, simulated, result, checks):
+    """One line for a person: the node, its verdict and what stopped it."""
+    mark = f"[SIMULATED {simulated.get('profile', '')}] " if isinstance(simulated, dict) else ""
+    counts = ", ".join(f"{n} {s}" for s in STATUSES if (n := sum(1 for c in checks if c["status"] == s)))
+    blocking = [c for c in checks if c["required"] and c["status"] not in PASSING]
+    why = "; ".join(f"{c['id']} {c['status']}: {c['reason']}" for c in blocking[:3])
+    more = f" (+{len(blocking) - 3} more)" if len(blocking) > 3 else ""
+    return f"{mark}{node} ({profile}): {result.upper()} ({counts}){' - ' + why + more if why else ''}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# input problems
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _ids_problems(where, ids):
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return [f"{where} is {ids!r}: expected a list of check ids, e.g. [gpu.count, driver.version]"]
+    unknown = [i for i in ids if i not in CHECKS]
+    if unknown:
+        return [f"{where} names {', '.join(map(repr, unknown))}, no check of the acceptance stage; known: "
+                f"{', '.join(CHECKS)}"]  # fmt: skip
+    return []
+
+
+def hardware_problems(hardware, where="gpuops_hardware"):
+    """Problems in a profile's acceptance keys (gpu.nvlinks, gates, firmware, acceptance), each naming the key, the
+    value and the fix; the profile's other keys are inventory_schema's."""
+    if not isinstance(hardware, dict):
+        return []
+    problems = []
+    nvlinks = (hardware.get("gpu") or {}).get("nvlinks", 0) if isinstance(hardware.get("gpu"), dict) else 0
+    if not isinstance(nvlinks, int) or isinstance(nvlinks, bool) or not 0 <= nvlinks <= 18:
+        problems.append(f"{where}.gpu.nvlinks is {nvlinks!r}: the NVLinks each GPU has, 0 to 18 (H100 and H200 SXM: "
+                        "18, A100 SXM: 12, PCIe GPUs: 0)")  # fmt: skip
+    gates_given = hardware.get("gates", {})
+    if not isinstance(gates_given, dict):
+        problems.append(f"{where}.gates is {gates_given!r}: expected a mapping of gate names to numbers, e.g. "
+                        "{nccl_all_reduce_busbw_gbps: 460}")  # fmt: skip
+        gates_given = {}
+    for key, value in gates_given.items():
+        if key not in GATE_KEYS:
+            problems.append(f"{where}.gates.{key} is no gate; known: {', '.join(GATE_KEYS)}")
+        elif not _number(value) or not 0 < value < 100000:
+            problems.append(f"{where}.gates.{key} is {value!r}: expected a number above 0 ({GATE_KEYS[key]}), "
+                            "unquoted")  # fmt: skip
+    firmware = hardware.get("firmware", {})
+    if not isinstance(firmware, dict):
+        problems.append(f"{where}.firmware is {firmware!r}: expected a mapping ({', '.join(FIRMWARE_KEYS)})")
+        firmware = {}
+    for key, value in firmware.items():
+        if key not in FIRMWARE_KEYS:
+            problems.append(f"{where}.firmware.{key} is not a firmware setting; known: {', '.join(FIRMWARE_KEYS)}")
+        elif key in ("vbios_drift", "hca_drift") and value not in DRIFT:
+            problems.append(f"{where}.firmware.{key} is {value!r}: expected warn or fail")
+        elif key == "vbios" and (not isinstance(value, list) or not all(isinstance(v, str) and v for v in value)):
+            problems.append(f"{where}.firmware.vbios is {value!r}: expected a list of VBIOS versions as nvidia-smi "
+                            "prints them, quoted (e.g. ['96.00.74.00.01'])")  # fmt: skip
+        elif key == "hca_min" and not (
+            isinstance(value, str) and re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,6}){1,3}", value)
+        ):
+            problems.append(f"{where}.firmware.hca_min is {value!r}: expected a firmware version, quoted (e.g. "
+                            "'28.39.1002')")  # fmt: skip
+    settings = hardware.get("acceptance", {})
+    if not isinstance(settings, dict):
+        problems.append(f"{where}.acceptance is {settings!r}: expected a mapping with required (a list of check ids)")
+        settings = {}
+    for key in settings:
+        if key != "required":
+            problems.append(f"{where}.acceptance.{key} is not an acceptance setting; known: required")
+    if "required" in settings:
+        problems += _ids_problems(f"{where}.acceptance.required", settings["required"])
+    return problems
+
+
+def input_problems(hardware, required=None, optional=None):
+    """Problems with a node's acceptance inputs: its profile's acceptance keys, the role's acceptance_required and
+    acceptance_optional, and a required check that cannot be judged on this profile."""
+    problems = hardware_problems(hardware)
+    problems += _ids_problems("acceptance_required", [] if required is None else required)
+    problems += _ids_problems("acceptance_optional", [] if optional is None else optional)
+    if problems or not isinstance(hardware, dict):
+        return problems
+    gate_values, _sources = gates(hardware)
+    for check_id in required_checks(hardware, required, optional):
+        why_not = CHECKS[check_id][1](hardware)
+        if why_not is not None:
+            problems.append(f"{check_id} is required but does not apply to profile {hardware.get('profile')} "
+                            f"({why_not}): it would never pass. Fix: take it out of the required checks.")  # fmt: skip
+    if "nccl.single_node" in required_checks(hardware, required, optional) and (
+        "nccl_all_reduce_busbw_gbps" not in gate_values
+    ):
+        problems.append(f"nccl.single_node is required, but profile {hardware.get('profile')} has no bus bandwidth "
+                        "gate (no published one for its GPU model and count). Fix: set gpuops_hardware.gates."
+                        "nccl_all_reduce_busbw_gbps, or add nccl.single_node to acceptance_optional.")  # fmt: skip
+    return problems
+
+
+def nccl_gates_by_profile(profiles):
+    """{profile name: single-node all_reduce gate (GB/s)} of the given gpuops_hardware mappings that have one (their
+    own gates, else the published one for their GPU model and count): the nccl_tests stage gates by profile name."""
+    found = {}
+    for hardware in profiles or ():
+        if isinstance(hardware, dict) and hardware.get("profile"):
+            value = gates(hardware)[0].get("nccl_all_reduce_busbw_gbps")
+            if value is not None:
+                found[hardware["profile"]] = value
+    return found

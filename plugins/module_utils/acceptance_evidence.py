@@ -1,0 +1,32 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the acceptance stage collects on a node (module acceptance_read) and judges on the controller (acceptance):
+the evidence files by name, and the paths and units both sides agree on. Kept apart so the node's payload does not
+carry the controller's decisions."""
+
+from __future__ import annotations
+
+# The units read; fabric manager's unit has the same name in NVIDIA's deb and rpm packages.
+UNITS = ("nvidia-persistenced.service", "nvidia-fabricmanager.service")
+# The nccl_tests stage's kept measurements (roles/nccl_tests vars __nccl_tests_results).
+NCCL_RESULTS = "/var/lib/gpuops/nccl_tests/results.json"
+# The port error counters read from /sys/class/infiniband/<device>/ports/<n>/counters.
+COUNTERS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_rcv_remote_physical_errors",
+            "port_xmit_discards", "local_link_integrity_errors", "excessive_buffer_overrun_errors")  # fmt: skip
+# Every evidence file, by name, and what it holds.
+FILES = {
+    "nvidia-smi-query.xml": "nvidia-smi -q -x",
+    "nvidia-smi-topo.txt": "nvidia-smi topo -m",
+    "nvidia-smi-nvlink.txt": "nvidia-smi nvlink -s",
+    "lspci.txt": "lspci -Dnn",
+    "sysfs-pci.json": "/sys/bus/pci/devices (vendor, device, class), where lspci is not installed",
+    "ibstat.txt": "ibstat",
+    "sysfs-infiniband.json": "/sys/class/infiniband (adapters, ports, port error counters)",
+    "kernel-log.txt": "journalctl -k -b -o short-iso, else dmesg",
+    "dkms-status.txt": "dkms status",
+    "driver-files.json": "/proc/driver/nvidia/version, /sys/module/nvidia/version, the NVML library ldconfig finds",
+    "systemd-units.txt": "systemctl show " + " ".join(UNITS),
+    "packages.txt": "dpkg-query -W (or rpm -qa): every installed package with its version",
+    "dmidecode.txt": "dmidecode -t system -t bios",
+    "nccl-tests-results.json": NCCL_RESULTS,
+}

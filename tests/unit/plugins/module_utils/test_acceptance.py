@@ -1,0 +1,437 @@
+"""The acceptance stage's decisions, on evidence made of captured outputs (tests/fixtures/SOURCES.md): every check's
+statuses with their boundaries, the verdict, the gates, and the input problems."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance
+
+ROOT = Path(__file__).resolve().parents[4]
+FIXTURES = ROOT / "tests" / "fixtures"
+PROFILES = ROOT / "inventory" / "group_vars"
+H100 = yaml.safe_load((PROFILES / "hgx_h100_8gpu.yml").read_text())["gpuops_hardware"]
+L40S = yaml.safe_load((PROFILES / "pcie_l40s_4gpu.yml").read_text())["gpuops_hardware"]
+NVML = "/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.{}"
+# systemctl show's format (a blank line between units), as the node side runs it.
+UNITS = (
+    "Id=nvidia-persistenced.service\nLoadState=loaded\nActiveState=active\nSubState=running\nUnitFileState=enabled\n\n"
+    "Id=nvidia-fabricmanager.service\nLoadState=loaded\nActiveState={fm}\nSubState=running\nUnitFileState={fm_file}\n"
+)
+
+
+def run(stdout, rc=0, stderr=""):
+    return {"cmd": ["tool"], "rc": rc, "stdout": stdout, "stderr": stderr, "truncated": False}
+
+
+def fixture(path):
+    return (FIXTURES / path).read_text(errors="replace")
+
+
+def evidence(
+    query="nvidia_smi/h100-sxm-x8-565.derived.xml",
+    query_rc=0,
+    nvlink="nvidia_smi/h100-sxm-x8-aws-p5.nvlink.txt",
+    ibstat="infiniband/ibstat/gpud-h100-ib-bluefield3-all-active-2.txt",
+    log="xid/dmesg-iso-clean.log",
+    nvml=("565.57.01",),
+    sys_version=None,
+    dkms="",
+    fm="active",
+    fm_file="enabled",
+    fm_package="565.57.01-1",
+    nccl=None,
+):
+    """A node's acceptance_read evidence: by default the healthy simulated H100 node with driver 565.57.01."""
+    items = {
+        "nvidia-smi-query.xml": run(fixture(query), query_rc),
+        "nvidia-smi-nvlink.txt": run(fixture(nvlink)) if nvlink else {"skipped": "no GPU query"},
+        "nvidia-smi-topo.txt": {"skipped": "no GPU query"},
+        "lspci.txt": run(fixture("pci/hgx-h100-x8-cx7.derived.txt")),
+        "ibstat.txt": run(fixture(ibstat)) if ibstat else {"tool": "ibstat", "missing": True},
+        "sysfs-infiniband.json": run(json.dumps({"files": {}, "dirs": {}, "counters": {}})),
+        "kernel-log.txt": {**run(fixture(log)), "source": "dmesg"} if log else {"tool": "dmesg", "missing": True},
+        "dkms-status.txt": run(dkms),
+        "driver-files.json": run(
+            json.dumps(
+                {"proc_version": None, "sys_version": sys_version, "nvml_libraries": [NVML.format(v) for v in nvml]}
+            )
+        ),
+        "systemd-units.txt": run(UNITS.format(fm=fm, fm_file=fm_file)),
+        "packages.txt": run(f"nvidia-fabricmanager-565\t{fm_package}\tii \nlibc6\t2.36-9\tii \n" if fm_package else ""),
+        "dmidecode.txt": {"tool": "dmidecode", "missing": True},
+        "nccl-tests-results.json": run(json.dumps(nccl)) if nccl is not None else {"path": "x", "missing": True},
+    }
+    return items
+
+
+def judge(hardware=H100, optional=("nccl.single_node",), **kwargs):
+    return acceptance.node_results("n1", hardware, evidence(**kwargs), optional=optional)
+
+
+def statuses(result):
+    return {c["id"]: c["status"] for c in result["checks"]}
+
+
+def check(result, check_id):
+    return next(c for c in result["checks"] if c["id"] == check_id)
+
+
+def test_a_healthy_h100_node_is_accepted_with_every_check_passed():
+    result = judge()
+    assert statuses(result) == dict.fromkeys(acceptance.CHECKS, "PASS") | {"nccl.single_node": "SKIPPED"}
+    assert result["verdict"] == "accepted" and result["accepted"] is True
+    assert result["counts"] == {"PASS": 16, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
+    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (16 PASS, 1 SKIPPED)"
+    assert result["gates"]["nccl_all_reduce_busbw_gbps"]["value"] == 460.0
+
+
+def test_not_run_never_counts_as_passed():
+    """nccl.single_node is required by default on a profile with a gate; with no measurement the node is
+    incomplete, not accepted."""
+    result = judge(optional=())
+    assert check(result, "nccl.single_node")["status"] == "SKIPPED" and check(result, "nccl.single_node")["required"]
+    assert result["verdict"] == "incomplete"
+
+
+@pytest.mark.parametrize(
+    ("query", "check_id", "status", "fault", "reason"),
+    [
+        ("h100-sxm-x8-565-gpu3-missing.derived.xml", "gpu.count", "FAIL", "gpu_missing",
+         "nvidia-smi lists 7 GPU(s), the profile 8"),
+        ("h100-sxm-x8-565-pcie-x8.derived.xml", "gpu.pcie", "FAIL", "pcie_degraded",
+         "GPU 1 (00000000:2A:00.0) runs x8 of x16"),
+        ("h100-sxm-x8-565-ecc.derived.xml", "gpu.ecc", "FAIL", "ecc_uncorrectable",
+         "GPU 4 (00000000:9A:00.0) counts 3 uncorrectable error(s) since the driver loaded"),
+        ("h100-sxm-x8-565-remap.derived.xml", "gpu.memory", "FAIL", "row_remap_failure",
+         "GPU 6 (00000000:BA:00.0) failed to remap a memory row"),
+        ("h100-sxm-x8-565-fabric-in-progress.derived.xml", "gpu.fabric", "FAIL", "fabric_not_ready",
+         "GPU 0 (00000000:18:00.0) fabric state In Progress; GPU 1"),
+        ("h100-sxm-x8-565-slowdown.derived.xml", "gpu.clocks", "FAIL", "clock_hw_slowdown",
+         "clocks held down at idle by GPU 7 (00000000:DB:00.0): hw_slowdown, hw_thermal_slowdown"),
+        ("h100-sxm-x8-565-vbios-mix.derived.xml", "inventory.vbios", "WARN", None,
+         "the GPUs run 2 VBIOS versions: 96.00.74.00.01, 96.00.89.00.01"),
+    ],
+)  # fmt: skip
+def test_each_captured_fault_ends_its_check(query, check_id, status, fault, reason):
+    result = judge(query=f"nvidia_smi/{query}")
+    found = check(result, check_id)
+    assert (found["status"], found["fault"]) == (status, fault)
+    assert found["reason"].startswith(reason)
+    others = {i: s for i, s in statuses(result).items() if i not in (check_id, "nccl.single_node")}
+    assert set(others.values()) == {"PASS"}, others
+    assert result["verdict"] == ("rejected" if status == "FAIL" else "accepted")
+
+
+def test_a_pending_row_remap_is_a_fail_with_a_reset_when_no_remap_failed():
+    hardware = copy.deepcopy(H100)
+    state = acceptance.read_state(evidence(query="nvidia_smi/h100-sxm-x8-565-remap.derived.xml"))
+    for device in state["gpu"]["query"]["devices"]:
+        device["remapped_rows"]["failure"] = False
+    found = acceptance.check_gpu_memory(state, hardware, {})
+    assert (found["status"], found["fault"]) == ("FAIL", "row_remap_pending")
+    assert found["reason"] == "GPU 2 (00000000:3A:00.0) has a row remapping pending"
+
+
+def test_retired_pages_pending_fail_on_a_gpu_without_row_remapping():
+    hardware = {**H100, "gpu": {**H100["gpu"], "count": 1, "model": "Tesla V100-PCIE-32GB", "nvswitch": False}}
+    result = judge(hardware, query="nvidia_smi/v100-pcie-32gb-460-retired-pending.derived.xml")
+    assert (check(result, "gpu.memory")["status"], check(result, "gpu.memory")["fault"]) == (
+        "FAIL", "retired_pages_pending")  # fmt: skip
+
+
+def test_the_vbios_policy_of_the_profile_decides_warn_or_fail():
+    strict = {**H100, "firmware": {"vbios_drift": "fail"}}
+    result = judge(strict, query="nvidia_smi/h100-sxm-x8-565-vbios-mix.derived.xml")
+    assert check(result, "inventory.vbios")["status"] == "FAIL" and result["verdict"] == "rejected"
+    pinned = {**H100, "firmware": {"vbios": ["96.00.99.00.01"]}}
+    found = check(judge(pinned), "inventory.vbios")
+    assert found["status"] == "WARN"
+    assert found["reason"] == "96.00.74.00.01 not in the profile's list (96.00.99.00.01)"
+    assert check(judge({**H100, "firmware": {"vbios": ["96.00.74.00.01"]}}), "inventory.vbios")["status"] == "PASS"
+
+
+@pytest.mark.parametrize(
+    ("minimum", "status"),
+    [("28.41.999", "PASS"), ("28.41.1000", "PASS"), ("28.41.1001", "WARN"), ("32.38.3056", "WARN")],
+)
+def test_hca_firmware_at_the_minimum_passes_and_one_below_does_not(minimum, status):
+    """The capture's adapters run 28.41.1000 (ConnectX-7) and 32.38.3056 (BlueField-3)."""
+    found = check(judge({**H100, "firmware": {"hca_min": minimum}}), "inventory.hca_firmware")
+    assert found["status"] == status
+    strict = check(judge({**H100, "firmware": {"hca_min": minimum, "hca_drift": "fail"}}), "inventory.hca_firmware")
+    assert strict["status"] == ("PASS" if status == "PASS" else "FAIL")
+
+
+@pytest.mark.parametrize(("links", "status"), [(17, "PASS"), (18, "PASS"), (19, "FAIL")])
+def test_nvlink_needs_the_profiles_links_on_every_gpu(links, status):
+    found = check(judge({**H100, "gpu": {**H100["gpu"], "nvlinks": links}}), "gpu.nvlink")
+    assert found["status"] == status
+    if status == "FAIL":
+        assert found["reason"].startswith("GPU 0 has 18 of 19 NVLinks active")
+
+
+def test_nvlink_that_did_not_answer_is_an_error():
+    found = check(judge(nvlink=None), "gpu.nvlink")
+    assert (found["status"], found["reason"]) == ("ERROR", "nvidia-smi nvlink -s was not run: no GPU query")
+
+
+@pytest.mark.parametrize(
+    ("value", "status", "fault"),
+    [(459.99, "FAIL", "nccl_below_gate"), (460.0, "PASS", None), (460.01, "PASS", None)],
+)
+def test_the_nccl_gate_boundary(value, status, fault):
+    nccl = {"node/all_reduce_perf": {"inputs": {}, "measurement": {
+        "largest_busbw_gbps": value, "errors": [], "results": [{"size": 17179869184}], "rc": 0,
+        "measured_at": "2026-12-05T09:00:00Z"}}}  # fmt: skip
+    found = check(judge(nccl=nccl, optional=()), "nccl.single_node")
+    assert (found["status"], found["fault"], found["value"], found["gate"]) == (status, fault, value, 460.0)
+
+
+def test_a_failed_nccl_run_is_a_fail_whatever_its_bandwidth():
+    nccl = {"node/all_reduce_perf": {"measurement": {"largest_busbw_gbps": 480.0, "errors": ["#wrong results"],
+                                                     "results": [{}], "rc": 1}}}  # fmt: skip
+    found = check(judge(nccl=nccl), "nccl.single_node")
+    assert (found["status"], found["fault"]) == ("FAIL", "nccl_failed")
+    assert "the benchmark exited with return code 1" in found["reason"]
+
+
+@pytest.mark.parametrize("junk", [[], {"node/all_reduce_perf": "x"}, {"node/all_reduce_perf": {"measurement": 3}}])
+def test_a_results_file_without_a_measurement_is_skipped(junk):
+    assert check(judge(nccl=junk), "nccl.single_node")["status"] == "SKIPPED"
+
+
+def test_the_driver_loaded_must_be_the_driver_installed():
+    assert check(judge(nvml=("565.57.01",)), "driver.version")["status"] == "PASS"
+    found = check(judge(nvml=("570.86.15",)), "driver.version")
+    assert (found["status"], found["fault"]) == ("FAIL", "driver_mismatch")
+    assert found["reason"] == ("loaded 565.57.01 (from nvidia-smi (NVML)), installed 570.86.15: the installed driver "
+                               "is not the one running")  # fmt: skip
+    # The module's own version wins over NVML's.
+    found = check(judge(sys_version="560.35.03\n"), "driver.version")
+    assert found["status"] == "FAIL" and found["value"]["loaded"] == "560.35.03"
+    # DKMS built another version for the next boot.
+    dkms = "nvidia-current/570.86.15, 6.1.0-50-amd64, x86_64: installed\n"
+    assert check(judge(dkms=dkms), "driver.version")["status"] == "FAIL"
+    found = check(judge(nvml=()), "driver.version")
+    assert (found["status"], found["fault"]) == ("ERROR", "not_reported")
+
+
+def test_an_upgrade_without_reboot_fails_the_driver_and_errors_the_gpu_checks():
+    result = judge(query="nvidia_smi/driver-library-mismatch-nvml-version.txt", query_rc=18,
+                   log="xid/dmesg-loading-api-mismatch-570.log", nvml=("535.309.01",))  # fmt: skip
+    found = check(result, "driver.version")
+    assert found["reason"] == ("the kernel refused a client at 570.148.08: its loaded module is 570.148.06; "
+                               "installed: 535.309.01")  # fmt: skip
+    assert found["action"].startswith("Reboot the node")
+    assert check(result, "gpu.count")["status"] == "ERROR"
+    assert check(result, "gpu.count")["fault"] == "driver_mismatch"
+    assert check(result, "gpu.xid")["status"] == "PASS"
+
+
+def test_a_node_without_a_driver_still_gets_its_results():
+    result = judge(query="nvidia_smi/driver-unreachable.txt", query_rc=9, nvml=(), fm_package=None, fm="inactive",
+                   fm_file="")  # fmt: skip
+    found = check(result, "gpu.count")
+    assert (found["status"], found["fault"], found["value"]) == ("ERROR", "driver_not_loaded", {"gpus_on_pci_bus": 8})
+    assert found["reason"].endswith("; lspci lists 8 NVIDIA GPU(s)")
+    assert check(result, "driver.version")["status"] == "ERROR"
+    assert result["inventory"]["gpus_on_pci_bus"][0] == "0000:1b:00.0"
+
+
+def test_a_missing_nvidia_smi_is_an_error_naming_the_tool():
+    items = evidence()
+    items["nvidia-smi-query.xml"] = {"tool": "nvidia-smi", "missing": True}
+    found = check(acceptance.node_results("n1", H100, items), "gpu.model")
+    assert (found["status"], found["fault"]) == ("ERROR", "tool_missing")
+    assert found["reason"].startswith("nvidia-smi is not installed on the node")
+
+
+@pytest.mark.parametrize(
+    ("fm", "fm_file", "package", "sys_version", "status", "fault"),
+    [
+        ("active", "enabled", "565.57.01-1", None, "PASS", None),
+        ("active", "enabled", "570.86.15-1", None, "FAIL", "fabricmanager_version"),
+        ("inactive", "enabled", "565.57.01-1", "565.57.01", "FAIL", "fabricmanager_stopped"),
+        ("failed", "disabled", "565.57.01-1", None, "FAIL", "fabricmanager_stopped"),
+        ("inactive", "enabled", "565.57.01-1", None, "WARN", None),
+        ("inactive", "", None, None, "FAIL", "fabricmanager_missing"),
+    ],
+)
+def test_fabric_manager(fm, fm_file, package, sys_version, status, fault):
+    items = evidence(fm=fm, fm_file=fm_file, fm_package=package, sys_version=sys_version)
+    if not fm_file:
+        items["systemd-units.txt"] = run(UNITS.split("\n\n", maxsplit=1)[0] + "\n\nId=nvidia-fabricmanager.service\n"
+                                         "LoadState=not-found\nActiveState=inactive\n")  # fmt: skip
+    found = check(acceptance.node_results("n1", H100, items), "driver.fabric_manager")
+    assert (found["status"], found["fault"]) == (status, fault)
+
+
+def test_fabric_ports_follow_the_ports_findings():
+    down = judge(ibstat="infiniband/ibstat/gpud-h100-ib-bluefield3-mlx5_4-down.derived.txt")
+    found = check(down, "fabric.ports")
+    assert (found["status"], found["fault"], found["value"]) == ("FAIL", "port_down", 7)
+    assert "reseat" in found["action"].lower()
+    slow = check(judge(ibstat="infiniband/ibstat/gpud-h100-ib-bluefield3-mlx5_6-hdr.derived.txt"), "fabric.ports")
+    assert (slow["status"], slow["fault"]) == ("FAIL", "port_rate_low")
+    assert check(judge(ibstat=None), "fabric.ports")["status"] == "FAIL"
+
+
+def test_xid_events_take_the_catalogs_severity_and_action():
+    found = check(judge(log="xid/dmesg-ctime-xid79-fallen-off-bus.log"), "gpu.xid")
+    assert (found["status"], found["fault"], found["severity"]) == ("FAIL", "xid_79", "critical")
+    assert found["action"].startswith("Drain the node")
+    found = check(judge(log=None), "gpu.xid")
+    assert (found["status"], found["fault"]) == ("ERROR", "kernel_log_unreadable")
+    assert found["reason"] == "dmesg is not installed on the node"
+
+
+@pytest.mark.parametrize(
+    ("reasons", "status"),
+    [([], "PASS"), (["sw_power_cap"], "PASS"), (["sw_thermal_slowdown"], "WARN"), (["hw_power_brake_slowdown"], "FAIL"),
+     (None, "ERROR")],
+)  # fmt: skip
+def test_clock_event_reasons(reasons, status):
+    state = acceptance.read_state(evidence())
+    for device in state["gpu"]["query"]["devices"]:
+        device["clock_event_reasons"] = reasons
+    assert acceptance.check_gpu_clocks(state, H100, {})["status"] == status
+
+
+def test_recovery_and_persistence():
+    state = acceptance.read_state(evidence())
+    state["gpu"]["query"]["devices"][3]["recovery_action"] = "Reset"
+    state["gpu"]["query"]["devices"][4]["persistence_mode"] = False
+    found = acceptance.check_gpu_recovery(state, H100, {})
+    assert (found["status"], found["reason"]) == ("FAIL", "GPU 3 (00000000:5D:00.0) asks for recovery action Reset")
+    assert acceptance.check_driver_persistence(state, H100, {})["status"] == "FAIL"
+
+
+def test_a_profile_without_gpus_skips_the_gpu_checks_with_the_reason():
+    cpu = {"profile": "cpu", "gpu": {"model": "none", "architecture": "none", "count": 0, "nvswitch": False},
+           "infiniband": {"ports": 0, "rate_gbps": 0, "link_layer": "InfiniBand"}}  # fmt: skip
+    result = acceptance.node_results("n1", cpu, {})
+    assert set(statuses(result).values()) == {"SKIPPED"}
+    assert check(result, "gpu.count")["reason"] == "the profile has no GPUs"
+    assert result["verdict"] == "accepted"
+
+
+@pytest.mark.parametrize(
+    ("required", "found", "verdict"),
+    [
+        (True, "PASS", "accepted"), (True, "WARN", "accepted"), (True, "FAIL", "rejected"),
+        (True, "ERROR", "incomplete"), (True, "SKIPPED", "incomplete"), (False, "FAIL", "accepted"),
+    ],
+)  # fmt: skip
+def test_the_verdict_of_each_status(required, found, verdict):
+    checks = [{"required": True, "status": "PASS"}, {"required": required, "status": found}]
+    assert acceptance.verdict(checks) == verdict
+    assert acceptance.verdict([*checks, {"required": True, "status": "FAIL"}]) == "rejected"
+
+
+def test_the_profile_and_the_operator_choose_the_required_checks():
+    assert acceptance.required_checks(L40S) == [i for i in acceptance.CHECKS if i not in (
+        "gpu.nvlink", "gpu.fabric", "driver.fabric_manager", "nccl.single_node")]  # fmt: skip
+    assert acceptance.required_checks({**L40S, "acceptance": {"required": ["gpu.count"]}}) == ["gpu.count"]
+    assert acceptance.required_checks(L40S, required=["gpu.model"]) == ["gpu.model"]
+    assert "gpu.xid" not in acceptance.required_checks(H100, optional=["gpu.xid"])
+
+
+def test_gates_come_from_the_gpus_not_the_profiles_name():
+    dgx = {**H100, "profile": "dgx_h100"}
+    assert acceptance.gates(dgx)[0] == {"nccl_all_reduce_busbw_gbps": 460.0, "ib_write_bw_gbps": 380.0}
+    own = {**dgx, "gates": {"nccl_all_reduce_busbw_gbps": 470}}
+    values, sources = acceptance.gates(own)
+    assert values["nccl_all_reduce_busbw_gbps"] == 470
+    assert (
+        sources["nccl_all_reduce_busbw_gbps"] == "gpuops_hardware.gates.nccl_all_reduce_busbw_gbps of profile dgx_h100"
+    )
+    seven = {**H100, "gpu": {**H100["gpu"], "count": 7}}
+    assert acceptance.gates(seven)[0] == {}
+    assert acceptance.nccl_gates_by_profile([dgx, L40S, own, "x"]) == {"dgx_h100": 470}
+
+
+@pytest.mark.parametrize(
+    ("change", "required", "problem"),
+    [
+        ({"acceptance": {"required": ["gpu.count", "gpu.teleport"]}}, [],
+         "gpuops_hardware.acceptance.required names 'gpu.teleport', no check of the acceptance stage; known: "),
+        ({"acceptance": {"required": "gpu.count"}}, [],
+         "gpuops_hardware.acceptance.required is 'gpu.count': expected a list of check ids"),
+        ({"acceptance": {"skip": []}}, [],
+         "gpuops_hardware.acceptance.skip is not an acceptance setting; known: required"),
+        ({"gates": {"nccl_all_reduce_busbw_gbps": "460"}}, [],
+         "gpuops_hardware.gates.nccl_all_reduce_busbw_gbps is '460': expected a number above 0"),
+        ({"gates": {"nccl_all_reduce_busbw_gbps": True}}, [],
+         "gpuops_hardware.gates.nccl_all_reduce_busbw_gbps is True: expected a number above 0"),
+        ({"gates": {"nccl_all_reduce_busbw_gbps": 0}}, [],
+         "gpuops_hardware.gates.nccl_all_reduce_busbw_gbps is 0: expected a number above 0"),
+        ({"gates": {"busbw": 400}}, [], "gpuops_hardware.gates.busbw is no gate; known: nccl_all_reduce_busbw_gbps"),
+        ({"gates": [460]}, [], "gpuops_hardware.gates is [460]: expected a mapping of gate names to numbers"),
+        ({"firmware": {"vbios_drift": "error"}}, [],
+         "gpuops_hardware.firmware.vbios_drift is 'error': expected warn or fail"),
+        ({"firmware": {"hca_min": 28.39}}, [],
+         "gpuops_hardware.firmware.hca_min is 28.39: expected a firmware version"),
+        ({"firmware": {"vbios": "96.00.74.00.01"}}, [],
+         "gpuops_hardware.firmware.vbios is '96.00.74.00.01': expected a list"),
+        ({"gpu": {**H100["gpu"], "nvlinks": 19}}, [],
+         "gpuops_hardware.gpu.nvlinks is 19: the NVLinks each GPU has, 0 to 18"),
+        ({}, ["gpu.count", "gpu.teleport"],
+         "acceptance_required names 'gpu.teleport', no check of the acceptance stage"),
+        ({"gpu": {**H100["gpu"], "nvswitch": False}}, ["gpu.fabric"],
+         "gpu.fabric is required but does not apply to profile hgx_h100_8gpu (the profile has no NVSwitch): it would "
+         "never pass. Fix: take it out of the required checks."),
+        ({"gpu": {**H100["gpu"], "count": 4}}, ["nccl.single_node"],
+         "nccl.single_node is required, but profile hgx_h100_8gpu has no bus bandwidth gate"),
+    ],
+)  # fmt: skip
+def test_bad_acceptance_inputs_are_named_with_their_fix(change, required, problem):
+    problems = acceptance.input_problems({**H100, **change}, required)
+    assert any(p.startswith(problem) for p in problems), problems
+
+
+def test_the_shipped_profiles_have_no_acceptance_problem():
+    for path in PROFILES.glob("*.yml"):
+        hardware = (yaml.safe_load(path.read_text()) or {}).get("gpuops_hardware")
+        if hardware:
+            assert acceptance.input_problems(hardware) == [], path.name
+
+
+@pytest.mark.parametrize(
+    ("version", "key_order"),
+    [("535.54.03", "535.104.05"), ("28.39.1002", "28.41.1000"), ("96.00.74.00.01", "96.00.89.00.01")],
+)
+def test_versions_sort_by_their_numbers(version, key_order):
+    assert acceptance.version_key(version) < acceptance.version_key(key_order)
+    assert acceptance.version_key(version) == acceptance.version_key(version)
+
+
+@pytest.mark.parametrize(
+    ("package", "upstream"), [("535.309.01-1", "535.309.01"), ("3:550.163.01-1.el9", "550.163.01"), ("", None)]
+)
+def test_upstream_version_drops_epoch_and_revision(package, upstream):
+    assert acceptance.upstream_version(package) == upstream
+
+
+@pytest.mark.parametrize(
+    ("capture", "system"),
+    [
+        ("dell-xe9680-system.txt", {"manufacturer": "Dell Inc.", "product": "PowerEdge XE9680", "serial": "HSR8X04",
+                                    "uuid": "4c4c4544-0053-5210-8038-c8c04f583034", "bios_vendor": None,
+                                    "bios_version": None, "bios_date": None}),
+        ("supermicro-sys-6018r.txt", {"manufacturer": "Supermicro", "serial": "A177950X7709591",
+                                      "bios_vendor": "American Megatrends Inc.", "bios_version": "2.0b"}),
+        # Vendor templates are no identity: null, not a serial every such board shares.
+        ("asus-placeholders.txt", {"manufacturer": None, "product": None, "serial": None}),
+    ],
+)  # fmt: skip
+def test_dmidecode_records_the_system_and_bios(capture, system):
+    items = evidence()
+    items["dmidecode.txt"] = run(fixture(f"dmidecode/{capture}"))
+    found = acceptance.node_results("n1", H100, items)["inventory"]["system"]
+    assert {k: found[k] for k in system} == system
