@@ -207,10 +207,10 @@ def _library_version(path):
 
 
 def _driver_state(evidence, kernel_log):
-    files = _json(_item(evidence, "driver-files.json")) or {}
-    files = files if isinstance(files, dict) else {}
-    nvrm = dkms.parse_nvrm_version(files.get("proc_version") or "")
-    sys_version = (files.get("sys_version") or "").strip() if isinstance(files.get("sys_version"), str) else ""
+    files = _json(_item(evidence, "driver-files.json"))
+    files = {k: v for k, v in files.items() if isinstance(v, (str, list))} if isinstance(files, dict) else {}
+    nvrm = dkms.parse_nvrm_version(files["proc_version"]) if isinstance(files.get("proc_version"), str) else None
+    sys_version = files["sys_version"].strip() if isinstance(files.get("sys_version"), str) else ""
     messages = (kernel_log or {}).get("driver") or {"loaded": [], "api_mismatch": []}
     records = dkms.parse_dkms_status(_text(_item(evidence, "dkms-status.txt")) or "")
     installed_dkms = sorted(

@@ -8,8 +8,9 @@ action. Xid events keep the action of the Xid catalog (xid_catalog.py) instead, 
 
 Severities, worst first:
 
-- critical: the node must not take work (a GPU fell off the bus, a memory row could not be remapped);
-- high: the node cannot do its job until the fault is fixed (a GPU missing, a link degraded, the driver mismatched);
+- critical: the node must not take work (a GPU gone, a memory row that could not be remapped, the NVLink fabric
+  down);
+- high: the node cannot do its job until the fault is fixed (a port down, the driver mismatched, a reset due);
 - medium: the node works but below what it was bought for, or a fix waits for a reset;
 - low: a check could not judge (a tool missing, a value not reported): rerun once the cause is fixed.
 """
@@ -20,46 +21,77 @@ SEVERITIES = ("low", "medium", "high", "critical")
 
 SOURCES = {
     "nvidia_memory_error_management": (
-        "NVIDIA, GPU Memory Error Management (A100 and later, row remapping): "
-        "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html: a pending remapping takes effect only "
-        "after a GPU reset; a remapping failure means the GPU has no spare row left for the bank, and NVIDIA "
-        "recommends the board be replaced (RMA)."
-    ),
-    "nvidia_page_retirement": (
-        "NVIDIA, Dynamic Page Retirement: https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html: a page "
-        "retirement is pending until the driver reloads (a reboot or GPU reset); the page is then blacklisted."
+        "NVIDIA, GPU Memory Error Management, 'Error Recovery and Response Flags', "
+        "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html: 'This flag "
+        "indicates that row-remapping will happen at the next GPU reset.' Its RMA policy ('the RMA criteria is met "
+        "when the row-remapping failure flag is set and validated by the field diagnostic', section "
+        "rma-policy-thresholds-for-row-remapping) was read as quoted in leptonai/gpud "
+        "components/accelerator/nvidia/remapped-rows/remapped_rows.go at commit "
+        "4a8de33a3f02e207f39e9023d67125592d599731, not on NVIDIA's page itself."
     ),
     "nvidia_smi_manual": (
-        "NVIDIA, nvidia-smi documentation: https://docs.nvidia.com/deploy/nvidia-smi/index.html: Volatile ECC "
-        "counts since the last driver load, Aggregate over the GPU's life; Persistence Mode keeps the driver loaded "
-        "with no client (recommended through nvidia-persistenced); Clocks Event Reasons: HW Slowdown (thermal or "
-        "power brake, by hardware), HW Thermal Slowdown, HW Power Brake Slowdown (an external power brake "
-        "assertion, e.g. the power supply), SW Thermal Slowdown; GPU Reset Status and GPU Recovery Action."
+        "NVIDIA, nvidia-smi documentation, https://docs.nvidia.com/deploy/nvidia-smi/index.html: remapped rows 'The "
+        "GPU must be reset for the remapping to go into effect'; 'Volatile error counters track the number of errors "
+        "detected since the last driver load'; PCIe 'The current link generation and width. These may be reduced "
+        "when the GPU is not in use'; HW Power Brake Slowdown 'External Power Brake Assertion is triggered (e.g. by "
+        "the system power supply)', HW Thermal Slowdown 'due to temperature being too high'; recovery action Reset "
+        "'reset the GPU using nvidia-smi -r', Reboot 'Reboot the operating system'; 'Changes to ECC mode require a "
+        "reboot'."
+    ),
+    "dcgm_errors": (
+        "NVIDIA/DCGM dcgmlib/dcgm_errors.h and dcgmlib/src/dcgm_errors.c at commit "
+        "72fa3feaa67d716a75323a8f47c34ff3ee73f824: VOLATILE_DBE_DETECTED (isolate) 'Drain the GPU and reset it or "
+        "reboot the node'; ROW_REMAP_FAILURE (reset) 'unrecoverable memory hardware damage'; FALLEN_OFF_BUS 'Please "
+        "re-seat the GPU, check for thermal and power issues ... run a field diagnostic'; ECC disabled 'Enable ECC "
+        "memory by running nvidia-smi -i <gpuId> -e 1'; PERSISTENCE_MODE 'Enable persistence mode by running "
+        "nvidia-smi -i <gpuId> -pm 1'; PCIE_WIDTH (config); thermal 'Verify that the cooling on this machine is "
+        "functional'; GPU_EXPECTED_NVLINKS_UP 'Ensure Fabric Manager is running'; FABRIC_PROBE_STATE 'Ensure that the "
+        "FabricManager is running without errors'."
+    ),
+    "nvml_header": (
+        "NVIDIA's nvml.h as copied in NVIDIA/go-nvml gen/nvml/nvml.h at commit "
+        "2f9e261fe40a7a1c54783d66805e8920564763b4: NVML_ERROR_LIB_RM_VERSION_MISMATCH 'RM detects a driver/library "
+        "version mismatch'; NVML_ERROR_RESET_REQUIRED 'The GPU requires a reset before it can be used again'; retired "
+        "pages 'pending retirement and need a reboot to fully retire'."
     ),
     "nvidia_persistence_daemon": (
-        "NVIDIA, Driver Persistence: https://docs.nvidia.com/deploy/driver-persistence/index.html: NVIDIA "
-        "recommends nvidia-persistenced over the legacy persistence mode to keep GPUs initialized."
+        "NVIDIA, Driver Persistence, https://docs.nvidia.com/deploy/driver-persistence/persistence-daemon.html: "
+        "'NVIDIA encourages customers to shift to this daemon approach at their earliest availability.'"
     ),
     "nvidia_fabric_manager": (
-        "NVIDIA, Fabric Manager User Guide: https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/: on "
-        "NVSwitch systems (HGX, DGX) GPUs join the NVLink fabric only once Fabric Manager runs; its version must "
-        "match the installed driver's; the GPU's fabric state reads Completed once registration succeeded."
+        "NVIDIA, Fabric Manager User Guide, https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/: "
+        "the FM service 'checks the currently loaded kernel driver stack version for compatibility, and if the loaded "
+        "driver stack version is not compatible, aborts the process'; CUDA initialization fails with "
+        "cudaErrorSystemNotReady until FM has initialized the system. NVIDIA/yum-packaging-fabric-manager README.md "
+        "at commit 423e29f614ce1c1b535b8110901efdd2710c7303: 'the version of fabricmanager must match the NVIDIA "
+        "driver installed.'"
     ),
     "driver_mismatch_reboot": (
-        "canonical/ubuntu-server-documentation pull request #369 (troubleshooting NVML 'Driver/library version "
-        "mismatch'): the userspace driver was upgraded while the old kernel module stays loaded; reboot to load the "
-        "module of the installed driver. Also NVIDIA/nvidia-docker issue #182: reload the modules or reboot."
+        "NVIDIA/nvidia-docker issue #365 (https://github.com/NVIDIA/nvidia-docker/issues/365), NVIDIA's flx42 on a "
+        "driver/library version mismatch: 'you should probably just reboot your machine'; NVIDIA/nvidia-docker issue "
+        "#182: unload the modules and load the installed ones, or reboot."
     ),
     "azure_health_checks": (
         "Azure/azurehpc-health-checks at commit 0e0a1ac26a64b32ac4dd7632a529638505d3314a: conf/nd96isr_h100_v5.conf "
         "and nd96isr_h200_v5.conf run check_gpu_count 8, check_nvlink_status, check_gpu_ecc, check_gpu_xid, "
         "check_ib_link_flapping; customTests/azure_gpu_vbios.nhc fails a node whose GPUs report more than one VBIOS "
-        "version or another than expected; azure_gpu_clock_throttling.nhc warns on any clock event reason other "
-        "than idle or the software power cap."
+        "version ('More than 1 VBIOS version found on GPUs!') or another than expected."
     ),
-    "infiniband_link": (
-        "NVIDIA Networking, InfiniBand troubleshooting: a port that is not Active or trains below its rated speed "
-        "points at the cable or transceiver (reseat, then swap it) or the switch port."
+    "nvidia_health_validation": (
+        "NVIDIA Health Validation check catalog, https://docs.nvidia.com/health-validation/reference/checks/: "
+        "nvlink_active 'CRITICAL when inactive_count > max_inactive_nvlinks' and gpu_count 'CRITICAL when gpu_count "
+        "!= expected_gpu_count', each with the action drain, then reset_gpu, restart_os, service_required."
+    ),
+    "nvsentinel_power_brake": (
+        "NVIDIA/NVSentinel docs/runbooks/gpu-power-brake.md at commit 4df67df84a6d6674851fcf0c0b881c1d17fa27b5: a "
+        "power brake 'is a facility, PDU, busbar or board-level power problem, so a node reboot does not resolve it'."
+    ),
+    "nvidia_ib_operations": (
+        "NVIDIA, InfiniBand Cluster Operation and Maintenance Guide, 'List of Scenarios', Bad Link/Port, "
+        "https://docs.nvidia.com/networking/display/IBClusterOpMainGuide/List+of+Scenarios: 'Pullout, clean, and "
+        "reinsert the fiber', then 'Consider replacing the transceiver'; 'Review the firmware version of both the "
+        "device and cable to ensure they are up to date.' No published minimum adapter firmware exists: the site "
+        "sets its own (gpuops_hardware.firmware.hca_min)."
     ),
 }
 
@@ -69,14 +101,15 @@ def _fault(severity, action, source, title):
 
 
 RESEAT_GPU = (
-    "Drain the node; check lspci for the GPU; reseat the GPU (or its baseboard) and reboot; if it stays missing, "
-    "replace it (RMA)."
+    "Drain the node and reboot it; if the GPU stays missing, reseat it (or its baseboard), check its power and "
+    "cooling, run the field diagnostic and replace it (RMA) when that fails."
 )
 RERUN = "Fix what stopped the check (the reason says what), then rerun the acceptance stage on this node."
+CABLE = "Pull out, clean and reinsert the port's cable, then replace the transceiver or cable"
 
 FAULTS = {
     # GPUs
-    "gpu_missing": _fault("high", RESEAT_GPU, "azure_health_checks", "fewer GPUs than the profile"),
+    "gpu_missing": _fault("critical", RESEAT_GPU, "dcgm_errors", "fewer GPUs than the profile"),
     "gpu_extra": _fault(
         "low",
         "Check the node's hardware profile: the node has more GPUs than the profile says.",
@@ -90,58 +123,61 @@ FAULTS = {
         "GPU model differs from the profile",
     ),
     "pcie_degraded": _fault(
-        "high",
-        "Drain the node; reseat the GPU and its riser or cable; if the link stays narrow, replace the part (RMA).",
-        "nvidia_smi_manual",
+        "medium",
+        "Drain the node; measure the link again under load; if it stays narrow, reseat the GPU and its riser or "
+        "cable, and replace the part (RMA) when that does not help.",
+        "dcgm_errors",
         "PCIe link narrower than its maximum",
     ),
     "ecc_uncorrectable": _fault(
-        "high",
-        "Drain the node; reset the GPU (or reboot) and run DCGM diagnostics at level 3; replace the GPU (RMA) when "
-        "errors return.",
-        "nvidia_memory_error_management",
+        "critical",
+        "Drain the node; reset the GPU (or reboot) and run the field diagnostic (DCGM level 3); replace the GPU (RMA) "
+        "when errors return.",
+        "dcgm_errors",
         "uncorrectable ECC errors since the driver loaded",
     ),
     "ecc_disabled": _fault(
-        "medium",
-        "Enable ECC (nvidia-smi -e 1 on each GPU) and reset the GPUs or reboot.",
-        "nvidia_smi_manual",
+        "high",
+        "Enable ECC (nvidia-smi -i <gpu> -e 1) and reboot: a change of ECC mode takes effect at the next boot.",
+        "dcgm_errors",
         "ECC disabled",
     ),
     "row_remap_pending": _fault(
-        "medium",
-        "Drain the node and reset the GPU (nvidia-smi -r) or reboot, so the pending row remapping takes effect.",
+        "high",
+        "Drain the node and reset the GPU (nvidia-smi -r) or reboot, so the pending row remapping takes effect; "
+        "then rerun.",
         "nvidia_memory_error_management",
         "row remapping pending",
     ),
     "row_remap_failure": _fault(
         "critical",
-        "Drain the node and replace the GPU (RMA): a memory row could not be remapped.",
+        "Drain the node and run the field diagnostic; the GPU meets NVIDIA's RMA criteria when it confirms the "
+        "remapping failure: replace it.",
         "nvidia_memory_error_management",
         "row remapping failed",
     ),
     "retired_pages_pending": _fault(
-        "medium",
+        "high",
         "Drain the node and reset the GPU or reboot, so the pending page retirement takes effect.",
-        "nvidia_page_retirement",
+        "nvml_header",
         "page retirement pending",
     ),
     "gpu_reset_required": _fault(
         "high",
-        "Drain the node and do the recovery action the driver names (reset the GPU, reboot the node); if it "
-        "returns, collect nvidia-bug-report.sh and contact NVIDIA support.",
+        "Drain the node and do the recovery action the driver names (Reset: nvidia-smi -r with no GPU process left; "
+        "Reboot: reboot the node); if it returns, collect nvidia-bug-report.sh and contact NVIDIA support.",
         "nvidia_smi_manual",
         "the driver asks for a GPU reset or recovery",
     ),
     "nvlink_down": _fault(
-        "high",
-        "Drain the node; reset the GPUs (or reboot) and check again; links that stay down mean a baseboard or "
-        "NVSwitch fault: contact the vendor (RMA).",
-        "azure_health_checks",
+        "critical",
+        "Check that nvidia-fabricmanager runs; drain the node, reset the GPUs, then reboot; links still down need "
+        "the vendor (baseboard or NVSwitch service).",
+        "nvidia_health_validation",
         "NVLink links down",
     ),
     "fabric_not_ready": _fault(
-        "high",
+        "critical",
         "Check that nvidia-fabricmanager runs at the driver's version (journalctl -u nvidia-fabricmanager); "
         "restart it, then reset the GPUs or reboot.",
         "nvidia_fabric_manager",
@@ -149,15 +185,15 @@ FAULTS = {
     ),
     "clock_hw_slowdown": _fault(
         "high",
-        "Check the node's cooling (fans, airflow, inlet temperature) and power supplies; the hardware slows the "
-        "GPU down while it is idle.",
-        "nvidia_smi_manual",
+        "Check the node's cooling (fans, airflow, heatsink, inlet temperature) for a thermal slowdown, and the power "
+        "supplies and their feed for a power brake (a reboot does not clear a power brake).",
+        "nvsentinel_power_brake",
         "hardware clock slowdown at idle",
     ),
     "clock_sw_thermal": _fault(
         "medium",
         "Check the node's cooling: the driver slows the GPU down for its temperature while it is idle.",
-        "nvidia_smi_manual",
+        "dcgm_errors",
         "software thermal slowdown at idle",
     ),
     # Driver
@@ -169,8 +205,8 @@ FAULTS = {
     ),
     "driver_mismatch": _fault(
         "high",
-        "Reboot the node (or unload and reload the NVIDIA modules) so the kernel module of the installed driver "
-        "is the one loaded.",
+        "Reboot the node (or, with no GPU process left, unload and reload the NVIDIA modules) so the kernel module of "
+        "the installed driver is the one loaded.",
         "driver_mismatch_reboot",
         "loaded kernel module differs from the installed driver",
     ),
@@ -181,20 +217,21 @@ FAULTS = {
         "persistence mode off",
     ),
     "fabricmanager_missing": _fault(
-        "high",
+        "critical",
         "Install nvidia-fabricmanager at the driver's version (the driver stage does on NVSwitch profiles).",
         "nvidia_fabric_manager",
         "fabric manager not installed",
     ),
     "fabricmanager_stopped": _fault(
-        "high",
+        "critical",
         "Start nvidia-fabricmanager and read why it stopped (journalctl -u nvidia-fabricmanager).",
         "nvidia_fabric_manager",
         "fabric manager not running",
     ),
     "fabricmanager_version": _fault(
-        "high",
-        "Install nvidia-fabricmanager at the driver's version and restart it (the driver stage pins both).",
+        "critical",
+        "Install nvidia-fabricmanager at the loaded driver's version and restart it (the driver stage pins both); "
+        "reboot first where the loaded driver is not the installed one.",
         "nvidia_fabric_manager",
         "fabric manager at another version than the driver",
     ),
@@ -203,34 +240,31 @@ FAULTS = {
     # Fabric
     "port_down": _fault(
         "high",
-        "Reseat the port's cable or transceiver, then swap it; check the switch port and the subnet manager.",
-        "infiniband_link",
+        f"{CABLE}; check the switch port and the subnet manager.",
+        "nvidia_ib_operations",
         "RDMA port not active",
     ),
     "port_rate_low": _fault(
-        "high",
-        "Reseat the port's cable or transceiver, then swap it: the link trained below its rate.",
-        "infiniband_link",
-        "RDMA port below its rate",
+        "high", f"{CABLE}: the link trained below its rate.", "nvidia_ib_operations", "RDMA port below its rate"
     ),
     "port_link_layer": _fault(
         "medium",
         "Set the port's link layer (mlxconfig LINK_TYPE_P<n>) to the profile's, or fix the profile.",
-        "infiniband_link",
+        "nvidia_ib_operations",
         "RDMA port on another link layer",
     ),
     # Firmware
     "vbios_drift": _fault(
         "medium",
-        "Update every GPU of the node to the same VBIOS (the vendor's firmware bundle), or accept the mix in the "
-        "profile.",
+        "Update every GPU of the node to the site's qualified VBIOS (the vendor's firmware bundle), or list the "
+        "versions the site accepts in the profile.",
         "azure_health_checks",
         "GPUs on different or unexpected VBIOS versions",
     ),
     "hca_firmware_old": _fault(
         "medium",
-        "Update the adapter's firmware (mlxfwmanager / the vendor's bundle) to at least the profile's minimum.",
-        "infiniband_link",
+        "Update the adapter's firmware (mlxfwmanager or the vendor's bundle) to at least the site's minimum.",
+        "nvidia_ib_operations",
         "RDMA adapter firmware below the minimum",
     ),
     # NCCL

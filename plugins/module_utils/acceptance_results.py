@@ -173,13 +173,13 @@ def write_node(run_dir, document, read):
 
 def node_entry(document):
     """A node's line in run.json."""
-    return {
-        key: document.get(key) for key in ("node", "rack", "profile", "verdict", "accepted", "counts", "summary")
-    } | {
-        "simulated": bool(document.get("simulated")),
-        "results": f"nodes/{document['node']}.json",
-        "finished_at": document.get("finished_at"),
-    }
+    entry = {key: document.get(key) for key in ("node", "rack", "profile", "verdict", "accepted", "counts", "summary")}
+    entry.update(
+        simulated=bool(document.get("simulated")),
+        results=f"nodes/{document['node']}.json",
+        finished_at=document.get("finished_at"),
+    )
+    return entry
 
 
 def unreachable_entry(node, rack, profile, why):
@@ -223,8 +223,10 @@ def write_run(run_dir, run, entries):
         "collection": run["collection"],
         "tools": run["tools"],
         "simulated": any(n.get("simulated") for n in ordered),
-        "totals": {v: sum(1 for n in ordered if n["verdict"] == v) for v in acceptance.VERDICTS}
-        | {"nodes": len(ordered)},
+        "totals": {
+            **{v: sum(1 for n in ordered if n["verdict"] == v) for v in acceptance.VERDICTS},
+            "nodes": len(ordered),
+        },
         "racks": _racks(ordered),
         "nodes": ordered,
         "attempts": attempts,

@@ -99,7 +99,7 @@ def test_the_faults_carry_their_reasons_and_actions() -> None:
     assert checks["h100-remap-failure"]["gpu.memory"]["fault"] == "row_remap_failure"
     assert checks["h100-remap-failure"]["gpu.memory"]["severity"] == "critical"
     assert checks["h100-gpu-missing"]["gpu.count"]["reason"].startswith("nvidia-smi lists 7 GPU(s), the profile 8")
-    assert "reseat" in checks["h100-ib-port-down"]["fabric.ports"]["action"].lower()
+    assert checks["h100-ib-port-down"]["fabric.ports"]["action"].startswith("Pull out, clean and reinsert")
     mismatch = checks["h100-driver-mismatch"]["driver.version"]
     assert mismatch["reason"] == ("the kernel refused a client at 570.148.08: its loaded module is 570.148.06; "
                                   "installed: 535.309.01")  # fmt: skip
@@ -166,7 +166,7 @@ def test_the_gate_fails_exactly_the_nodes_not_accepted() -> None:
     assert failed == {n: "0" if v == "accepted" else "1" for n, (v, _s) in EXPECTED.items()}, proc.stdout[-4000:]
     output = " ".join((proc.stdout + proc.stderr).split())
     assert "[SIMULATED hgx_h100_8gpu_pcie_degraded] h100-pcie-degraded (hgx_h100_8gpu): REJECTED" in output
-    assert "gpu.pcie: Drain the node; reseat the GPU and its riser or cable" in output
+    assert "gpu.pcie: Drain the node; measure the link again under load" in output
     # The same run: the attempt is added and the nodes' documents replaced; no new run directory.
     assert runs() == before
     document = json.loads((first / "run.json").read_text())

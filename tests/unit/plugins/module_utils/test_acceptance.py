@@ -276,7 +276,7 @@ def test_fabric_ports_follow_the_ports_findings():
     down = judge(ibstat="infiniband/ibstat/gpud-h100-ib-bluefield3-mlx5_4-down.derived.txt")
     found = check(down, "fabric.ports")
     assert (found["status"], found["fault"], found["value"]) == ("FAIL", "port_down", 7)
-    assert "reseat" in found["action"].lower()
+    assert found["action"].startswith("Pull out, clean and reinsert the port's cable")
     slow = check(judge(ibstat="infiniband/ibstat/gpud-h100-ib-bluefield3-mlx5_6-hdr.derived.txt"), "fabric.ports")
     assert (slow["status"], slow["fault"]) == ("FAIL", "port_rate_low")
     assert check(judge(ibstat=None), "fabric.ports")["status"] == "FAIL"
@@ -435,3 +435,43 @@ def test_dmidecode_records_the_system_and_bios(capture, system):
     items["dmidecode.txt"] = run(fixture(f"dmidecode/{capture}"))
     found = acceptance.node_results("n1", H100, items)["inventory"]["system"]
     assert {k: found[k] for k in system} == system
+
+
+def test_every_fault_has_a_severity_an_action_and_a_source():
+    from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance_faults
+
+    for code, fault in acceptance_faults.FAULTS.items():
+        assert fault["severity"] in acceptance_faults.SEVERITIES, code
+        assert fault["action"].endswith(".") and fault["source"] in acceptance_faults.SOURCES, code
+    assert {f["source"] for f in acceptance_faults.FAULTS.values()} == set(acceptance_faults.SOURCES)
+
+
+def test_every_fault_a_check_names_is_in_the_dictionary():
+    """Each FAIL and ERROR of these nodes names a fault of the dictionary, or an Xid event with the catalog's."""
+    from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance_faults
+
+    nodes = [judge(query=f"nvidia_smi/{q}") for q in (
+        "h100-sxm-x8-565-gpu3-missing.derived.xml", "h100-sxm-x8-565-pcie-x8.derived.xml",
+        "h100-sxm-x8-565-ecc.derived.xml", "h100-sxm-x8-565-remap.derived.xml",
+        "h100-sxm-x8-565-fabric-in-progress.derived.xml", "h100-sxm-x8-565-slowdown.derived.xml",
+        "driver-unreachable.txt", "driver-library-mismatch.txt")]  # fmt: skip
+    nodes += [judge(nvml=(), fm_package=None, fm="failed", ibstat=None, log=None, nvlink=None)]
+    faults = {c["fault"] for n in nodes for c in n["checks"] if c["status"] in ("FAIL", "ERROR")}
+    assert len(faults) >= 11
+    assert faults <= set(acceptance_faults.FAULTS), faults - set(acceptance_faults.FAULTS)
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        '{"proc_version": [1], "sys_version": {"a": 1}, "nvml_libraries": "x"}',
+        "[]",
+        "{",
+        '{"nvml_libraries": [3, null]}',
+    ],
+)
+def test_driver_files_of_any_shape_read_as_unknown(files):
+    items = evidence()
+    items["driver-files.json"] = run(files)
+    found = check(acceptance.node_results("n1", H100, items), "driver.version")
+    assert (found["status"], found["fault"]) == ("ERROR", "not_reported")
