@@ -56,21 +56,21 @@ PUBLISHED_GATES = (
     {
         "model": "NVIDIA H100 80GB HBM3",
         "count": 8,
-        "gates": {"nccl_all_reduce_busbw_gbps": 460.0, "ib_write_bw_gbps": 380.0},
+        "gates": {"nccl_all_reduce_busbw_gbps": 460, "ib_write_bw_gbps": 380},
         "source": "Azure/azurehpc-health-checks conf/nd96isr_h100_v5.conf (commit 0e0a1ac2): check_nccl_allreduce "
         "460.0 1 16G, check_ib_bw_gdr 380",
     },
     {
         "model": "NVIDIA H200",
         "count": 8,
-        "gates": {"nccl_all_reduce_busbw_gbps": 431.0, "ib_write_bw_gbps": 360.0},
+        "gates": {"nccl_all_reduce_busbw_gbps": 431, "ib_write_bw_gbps": 360},
         "source": "Azure/azurehpc-health-checks conf/nd96isr_h200_v5.conf (commit 0e0a1ac2): check_nccl_allreduce "
         "431.0 1 16G, check_ib_bw_gdr 360",
     },
     {
         "model": "NVIDIA A100-SXM4-80GB",
         "count": 8,
-        "gates": {"nccl_all_reduce_busbw_gbps": 228.0, "ib_write_bw_gbps": 180.0},
+        "gates": {"nccl_all_reduce_busbw_gbps": 228, "ib_write_bw_gbps": 180},
         "source": "Azure/azurehpc-health-checks conf/nd96amsr_a100_v4.conf (commit 0e0a1ac2): check_nccl_allreduce "
         "228.0 1 16G, check_ib_bw_gdr 180.0",
     },

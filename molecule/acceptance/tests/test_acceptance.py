@@ -24,6 +24,8 @@ CHECKS = (
 # A healthy simulated H100 node: fabric manager installed and enabled cannot start without an NVIDIA module in the
 # container's kernel (WARN); the nccl_tests stage did not run here (SKIPPED, not required by converge.yml).
 H100 = dict.fromkeys(CHECKS, "PASS") | {"driver.fabric_manager": "WARN", "nccl.single_node": "SKIPPED"}
+# The nodes with a hardware fault have no driver installed (prepare): the capture's driver answers, none is installed.
+BARE = H100 | {"driver.version": "ERROR", "driver.fabric_manager": "FAIL"}
 NO_NVML = dict.fromkeys(
     ("gpu.count", "gpu.model", "gpu.pcie", "gpu.ecc", "gpu.memory", "gpu.recovery", "gpu.nvlink", "gpu.fabric",
      "gpu.clocks", "driver.persistence", "inventory.vbios"),
@@ -47,11 +49,11 @@ EXPECTED = {
             "nccl.single_node": "SKIPPED",
         },
     ),
-    "h100-gpu-missing": ("rejected", H100 | {"gpu.count": "FAIL"}),
-    "h100-xid79": ("rejected", H100 | {"gpu.xid": "FAIL"}),
-    "h100-pcie-degraded": ("rejected", H100 | {"gpu.pcie": "FAIL"}),
-    "h100-remap-failure": ("rejected", H100 | {"gpu.memory": "FAIL"}),
-    "h100-ib-port-down": ("rejected", H100 | {"fabric.ports": "FAIL"}),
+    "h100-gpu-missing": ("rejected", BARE | {"gpu.count": "FAIL"}),
+    "h100-xid79": ("rejected", BARE | {"gpu.xid": "FAIL"}),
+    "h100-pcie-degraded": ("rejected", BARE | {"gpu.pcie": "FAIL"}),
+    "h100-remap-failure": ("rejected", BARE | {"gpu.memory": "FAIL"}),
+    "h100-ib-port-down": ("rejected", BARE | {"fabric.ports": "FAIL"}),
     # A VBIOS mix is a warning in the shipped profile (firmware.vbios_drift: warn): accepted, with the finding.
     "h100-vbios-mix": ("accepted", H100 | {"inventory.vbios": "WARN"}),
     # Upgraded without a reboot: nvidia-smi refuses (no GPU check can judge), the kernel log names the module loaded.

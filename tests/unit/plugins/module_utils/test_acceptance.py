@@ -475,3 +475,27 @@ def test_driver_files_of_any_shape_read_as_unknown(files):
     items["driver-files.json"] = run(files)
     found = check(acceptance.node_results("n1", H100, items), "driver.version")
     assert (found["status"], found["fault"]) == ("ERROR", "not_reported")
+
+
+def test_a_gpu_the_driver_counts_but_does_not_describe_is_missing():
+    """attached_gpus above the GPUs listed: nvidia-smi knows of a GPU it cannot read."""
+    items = evidence()
+    items["nvidia-smi-query.xml"] = run(fixture("nvidia_smi/h100-sxm-x8-565.derived.xml").replace(
+        "<attached_gpus>8</attached_gpus>", "<attached_gpus>9</attached_gpus>"))  # fmt: skip
+    found = check(acceptance.node_results("n1", H100, items), "gpu.count")
+    assert (found["status"], found["fault"], found["value"]) == ("FAIL", "gpu_missing", 8)
+
+
+def test_the_missing_gpu_is_named_when_lspci_and_nvidia_smi_number_the_bus_alike():
+    state = acceptance.read_state(evidence(query="nvidia_smi/h100-sxm-x8-565-gpu3-missing.derived.xml"))
+    listed = [d["pci_bus_id"].lower()[-12:] for d in state["gpu"]["query"]["devices"]]
+    state["pci"] = {"gpus": [{"address": a} for a in [*listed, "0000:5d:00.0"]]}
+    found = acceptance.check_gpu_count(state, H100, {})
+    assert (
+        found["reason"]
+        == "nvidia-smi lists 7 GPU(s), the profile 8; on the PCI bus but not in nvidia-smi: 0000:5d:00.0"
+    )
+    # Another numbering (a capture of another machine): only the counts are said.
+    state["pci"] = {"gpus": [{"address": f"0000:{n:02x}:00.0"} for n in range(8)]}
+    found = acceptance.check_gpu_count(state, H100, {})
+    assert found["reason"] == "nvidia-smi lists 7 GPU(s), the profile 8; lspci lists 8 NVIDIA GPU(s)"
