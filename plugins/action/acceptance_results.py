@@ -10,6 +10,7 @@ import os
 import time
 from pathlib import Path
 
+import yaml
 from ansible import __version__ as ansible_core_version
 from ansible.plugins.action import ActionBase
 
@@ -27,18 +28,14 @@ def _collection():
     root = Path(__file__).resolve().parents[2]
     try:
         info = json.loads((root / "MANIFEST.json").read_text())["collection_info"]
-        return {"name": f"{info['namespace']}.{info['name']}", "version": info["version"]}
     except (OSError, ValueError, KeyError):
-        pass
-    fields = {}
-    try:
-        for line in (root / "galaxy.yml").read_text().splitlines():
-            key, sep, value = line.partition(":")
-            if sep and key in ("namespace", "name", "version"):
-                fields[key] = value.strip().strip("'\"")
-    except OSError:
+        try:
+            info = yaml.safe_load((root / "galaxy.yml").read_text())
+        except (OSError, yaml.YAMLError):
+            info = None
+    if not isinstance(info, dict):
         return {"name": "gpuops.bringup", "version": None}
-    return {"name": f"{fields.get('namespace')}.{fields.get('name')}", "version": fields.get("version")}
+    return {"name": f"{info.get('namespace')}.{info.get('name')}", "version": info.get("version")}
 
 
 def _rack(group_names):

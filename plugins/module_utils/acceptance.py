@@ -23,7 +23,9 @@ FAILed; otherwise (a required check ended ERROR or SKIPPED) incomplete: not run 
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import (
@@ -32,6 +34,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import (
     dkms,
     infiniband,
     nvidia_smi,
+    osinfo,
     parsing,
     pci,
     xid,
@@ -131,7 +134,7 @@ def _why_not(item, what):
 
 def _gpu_state(evidence):
     item = _item(evidence, "nvidia-smi-query.xml")
-    state = {"query": None, "failure": None, "error": None, "nvlink": None, "nvlink_error": None, "topology": None}
+    state = {"query": None, "failure": None, "error": None, "nvlink": None, "nvlink_error": None}
     if not item or item.get("missing") or item.get("rc") is None:
         state["error"] = _why_not(item, "nvidia-smi -q -x")
         return state
@@ -153,12 +156,6 @@ def _gpu_state(evidence):
             state["nvlink_error"] = f"nvidia-smi nvlink -s printed what is no NVLink status: {exc}"
     else:
         state["nvlink_error"] = _why_not(nvlink, "nvidia-smi nvlink -s")
-    topo = _item(evidence, "nvidia-smi-topo.txt")
-    if topo.get("rc") == 0 and _text(topo):
-        try:
-            state["topology"] = nvidia_smi.parse_topology(_text(topo))
-        except parsing.ParseError:
-            state["topology"] = None
     return state
 
 
@@ -181,8 +178,7 @@ def _infiniband_state(evidence):
     ibstat = _item(evidence, "ibstat.txt")
     if _text(ibstat):
         devices = infiniband.merge(devices, infiniband.parse_ibstat(_text(ibstat))["devices"])
-    counters = (snapshot or {}).get("counters") if isinstance(snapshot, dict) else None
-    return {"devices": devices, "counters": counters if isinstance(counters, dict) else {}}
+    return {"devices": devices}
 
 
 def _kernel_log_state(evidence):
@@ -221,7 +217,6 @@ def _driver_state(evidence, kernel_log):
     library_versions = sorted({v for v in (_library_version(p) for p in libraries) if v}, key=version_key)
     return {
         "module_version": sys_version or (nvrm or {}).get("version"),
-        "module_flavor": (nvrm or {}).get("flavor"),
         "kernel_log_loaded": [m["version"] for m in messages["loaded"]],
         "api_mismatch": messages["api_mismatch"],
         "dkms_installed": installed_dkms,
@@ -230,38 +225,21 @@ def _driver_state(evidence, kernel_log):
 
 
 def _units_state(evidence):
+    """{unit: {exists, active, enabled, state}} as os_facts reads them; None when systemctl could not be read."""
     item = _item(evidence, "systemd-units.txt")
-    units = {}
-    current = {}
-    for line in [*(_text(item) or "").splitlines(), ""]:
-        if not line.strip():
-            if current.get("Id"):
-                units[current["Id"]] = {
-                    "exists": current.get("LoadState") == "loaded",
-                    "active": current.get("ActiveState") == "active",
-                    "enabled": current.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias"),
-                    "state": current.get("ActiveState"),
-                    "sub_state": current.get("SubState"),
-                }
-            current = {}
-            continue
-        key, sep, value = line.partition("=")
-        if sep:
-            current[key.strip()] = value.strip()
-    return units if item.get("rc") == 0 or units else None
+    shown = osinfo.parse_systemctl_show(_text(item) or "")
+    if item.get("rc") != 0 and not shown:
+        return None
+    return {unit: {**osinfo.unit_state(props), "state": props.get("ActiveState")} for unit, props in shown.items()}
 
 
 def _packages_state(evidence):
-    """{name: version} of the installed packages (dpkg-query's or rpm's lines: name TAB version [TAB status])."""
-    packages = {}
-    for line in (_text(_item(evidence, "packages.txt")) or "").splitlines():
-        fields = line.split("\t")
-        if len(fields) < 2 or not fields[0]:
-            continue
-        if len(fields) >= 3 and not fields[2].startswith("ii") and not fields[2].startswith("hi"):
-            continue
-        packages[fields[0]] = fields[1]
-    return packages
+    """{name: [versions]} of the installed packages, from os_facts' dpkg-query or rpm query."""
+    item = _item(evidence, "packages.txt")
+    text = _text(item) or ""
+    if os.path.basename(str((item.get("cmd") or [""])[0])) == "rpm":
+        return osinfo.parse_rpm_query(text)
+    return {name: [p["version"]] for name, p in osinfo.parse_dpkg_query(text).items() if p["installed"]}
 
 
 # What firmware writes where a vendor filled nothing in (dmidecode's own "Not Specified", AMI's and ASUS's templates).
@@ -317,7 +295,10 @@ def read_state(evidence):
 
 
 def version_key(version):
-    """A sort key for dotted versions (numbers compared as numbers, letters as text): 535.54.03 < 535.104.05."""
+    """A sort key for dotted versions (numbers compared as numbers, letters as text): 535.54.03 < 535.104.05.
+
+    Total, unlike gpu_catalog.driver_version_key (which refuses what is no driver version): firmware and package
+    versions come from the node in any shape, VBIOS with hex letters (96.00.A5.00.03)."""
     parts = _VERSION_PART.findall(str(version or ""))
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
 
@@ -356,7 +337,7 @@ def _label(device):
     return f"GPU {device.get('index')} ({device.get('pci_bus_id')})"
 
 
-def _gpus_or_error(state, evidence=("nvidia-smi-query.xml",)):
+def _gpus_or_error(state, evidence):
     """(devices, None) when nvidia-smi answered, else (None, an ERROR outcome saying why)."""
     gpu = state["gpu"]
     if gpu["query"] is not None:
@@ -375,6 +356,22 @@ def _gpus_or_error(state, evidence=("nvidia-smi-query.xml",)):
                           evidence=(*evidence, "lspci.txt"))  # fmt: skip
 
 
+def _needs_gpus(*evidence):
+    """A check judged on the GPUs nvidia-smi lists: it ends ERROR, saying why, where nvidia-smi listed none (no tool,
+    no driver, a mismatch); the judge gets the devices first."""
+    names = evidence or ("nvidia-smi-query.xml",)
+
+    def wrap(judge):
+        @functools.wraps(judge)
+        def check(state, hardware, gate_values):
+            devices, error = _gpus_or_error(state, names)
+            return error or judge(devices, state, hardware, gate_values)
+
+        return check
+
+    return wrap
+
+
 def _per_gpu(devices, problem):
     """[(device, message)] for every GPU problem() finds something on (problem returns a message or None)."""
     found = []
@@ -389,11 +386,9 @@ def _bus_ids(devices):
     return {str(d.get("pci_bus_id") or "").lower()[-12:] for d in devices}
 
 
-def check_gpu_count(state, hardware, gate_values):
+@_needs_gpus()
+def check_gpu_count(devices, state, hardware, gate_values):
     expected = hardware["gpu"]["count"]
-    devices, error = _gpus_or_error(state)
-    if error:
-        return error
     listed = len(devices)
     attached = state["gpu"]["query"].get("attached_gpus")
     pci_gpus = (state["pci"] or {}).get("gpus") or []
@@ -415,11 +410,9 @@ def check_gpu_count(state, hardware, gate_values):
     return _outcome("PASS", f"{listed} GPUs, as the profile says", listed, expected, evidence=("nvidia-smi-query.xml",))
 
 
-def check_gpu_model(state, hardware, gate_values):
+@_needs_gpus()
+def check_gpu_model(devices, state, hardware, gate_values):
     expected = hardware["gpu"]["model"]
-    devices, error = _gpus_or_error(state)
-    if error:
-        return error
     models = sorted({d.get("name") or "unknown" for d in devices})
     wrong = _per_gpu(devices, lambda d: None if d.get("name") == expected else f"{_label(d)} is {d.get('name')}")
     if wrong:
@@ -431,10 +424,8 @@ def check_gpu_model(state, hardware, gate_values):
     return _outcome("PASS", f"every GPU is {expected}", models, expected, evidence=("nvidia-smi-query.xml",))
 
 
-def check_gpu_pcie(state, hardware, gate_values):
-    devices, error = _gpus_or_error(state)
-    if error:
-        return error
+@_needs_gpus()
+def check_gpu_pcie(devices, state, hardware, gate_values):
     unknown = [d for d in devices if (d.get("pcie") or {}).get("width_current") is None
                or (d.get("pcie") or {}).get("width_max") is None]  # fmt: skip
     narrow = _per_gpu(
@@ -465,10 +456,8 @@ def _count(device, kind):
     return (((device.get("ecc") or {}).get(kind)) or {}).get("uncorrectable")
 
 
-def check_gpu_ecc(state, hardware, gate_values):
-    devices, error = _gpus_or_error(state)
-    if error:
-        return error
+@_needs_gpus()
+def check_gpu_ecc(devices, state, hardware, gate_values):
     ecc = {d.get("pci_bus_id"): d.get("ecc") or {} for d in devices}
     if devices and all(e.get("mode") in (None, "N/A") for e in ecc.values()):
         return _outcome("SKIPPED", "these GPUs report no ECC mode (GPUs without ECC memory)",
@@ -513,10 +502,8 @@ def check_gpu_ecc(state, hardware, gate_values):
                     evidence=("nvidia-smi-query.xml",))  # fmt: skip
 
 
-def check_gpu_memory(state, hardware, gate_values):
-    devices, error = _gpus_or_error(state)
-    if error:
-        return error
+@_needs_gpus()
+def check_gpu_memory(devices, state, hardware, gate_values):
     found = {"row_remap_failure": [], "row_remap_pending": [], "retired_pages_pending": []}
     unknown = []
     for device in devices:
@@ -544,10 +531,8 @@ def check_gpu_memory(state, hardware, gate_values):
                     evidence=("nvidia-smi-query.xml",))  # fmt: skip
 
 
-def check_gpu_recovery(state, hardware, gate_values):
-    devices, error = _gpus_or_error(state)
-    if error:
-        return error
+@_needs_gpus()
+def check_gpu_recovery(devices, state, hardware, gate_values):
     asks = _per_gpu(
         devices,
         lambda d: (
@@ -569,11 +554,9 @@ def check_gpu_recovery(state, hardware, gate_values):
     return _outcome("PASS", "no GPU asks for a reset or recovery", value, "none", evidence=("nvidia-smi-query.xml",))
 
 
-def check_gpu_nvlink(state, hardware, gate_values):
+@_needs_gpus("nvidia-smi-query.xml", "nvidia-smi-nvlink.txt")
+def check_gpu_nvlink(devices, state, hardware, gate_values):
     expected = hardware["gpu"].get("nvlinks", 0)
-    devices, error = _gpus_or_error(state, ("nvidia-smi-query.xml", "nvidia-smi-nvlink.txt"))
-    if error:
-        return error
     nvlink = state["gpu"]["nvlink"]
     if nvlink is None:
         return _outcome("ERROR", state["gpu"]["nvlink_error"], None, expected, "tool_failed",
@@ -590,10 +573,8 @@ def check_gpu_nvlink(state, hardware, gate_values):
                     evidence=("nvidia-smi-nvlink.txt",))  # fmt: skip
 
 
-def check_gpu_fabric(state, hardware, gate_values):
-    devices, error = _gpus_or_error(state)
-    if error:
-        return error
+@_needs_gpus()
+def check_gpu_fabric(devices, state, hardware, gate_values):
     value = {d.get("pci_bus_id"): (d.get("fabric") or {}).get("state") for d in devices}
     unknown = [d for d in devices if d.get("fabric") is None]
     bad = _per_gpu(
@@ -621,10 +602,8 @@ HW_SLOWDOWN = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 SW_SLOWDOWN = ("sw_thermal_slowdown",)
 
 
-def check_gpu_clocks(state, hardware, gate_values):
-    devices, error = _gpus_or_error(state)
-    if error:
-        return error
+@_needs_gpus()
+def check_gpu_clocks(devices, state, hardware, gate_values):
     value = {d.get("pci_bus_id"): d.get("clock_event_reasons") for d in devices}
     unknown = [d for d in devices if d.get("clock_event_reasons") is None]
     for reasons, fault, status in ((HW_SLOWDOWN, "clock_hw_slowdown", "FAIL"),
@@ -731,10 +710,8 @@ def check_driver_version(state, hardware, gate_values):
     return _outcome("PASS", f"loaded {loaded}, the installed driver", value, "equal", evidence=evidence)
 
 
-def check_driver_persistence(state, hardware, gate_values):
-    devices, error = _gpus_or_error(state)
-    if error:
-        return error
+@_needs_gpus()
+def check_driver_persistence(devices, state, hardware, gate_values):
     value = {d.get("pci_bus_id"): d.get("persistence_mode") for d in devices}
     off = [d for d in devices if d.get("persistence_mode") is False]
     if off:
@@ -752,6 +729,7 @@ _FABRICMANAGER_PACKAGE = re.compile(r"nvidia-fabric-?manager(?:-[0-9]{3})?")
 def check_driver_fabric_manager(state, hardware, gate_values):
     evidence = ("systemd-units.txt", "packages.txt")
     packages = {n: v for n, v in state["packages"].items() if _FABRICMANAGER_PACKAGE.fullmatch(n)}
+    versions = sorted({upstream_version(v) for vs in packages.values() for v in vs}, key=version_key)
     loaded, _where = loaded_version(state)
     units = state["units"]
     unit = (units or {}).get("nvidia-fabricmanager.service") or {}
@@ -761,7 +739,6 @@ def check_driver_fabric_manager(state, hardware, gate_values):
     if not packages and not unit.get("exists"):
         return _outcome("FAIL", "nvidia-fabricmanager is not installed", value, loaded, "fabricmanager_missing",
                         evidence)  # fmt: skip
-    versions = sorted({upstream_version(v) for v in packages.values()}, key=version_key)
     live = state["driver"]["module_version"] is not None
     if not unit.get("active") and (live or not unit.get("enabled")):
         return _outcome("FAIL", f"nvidia-fabricmanager.service is {unit.get('state') or 'not loaded'}"
@@ -824,10 +801,8 @@ def _drift_status(policy):
     return "FAIL" if policy == "fail" else "WARN"
 
 
-def check_inventory_vbios(state, hardware, gate_values):
-    devices, error = _gpus_or_error(state)
-    if error:
-        return error
+@_needs_gpus()
+def check_inventory_vbios(devices, state, hardware, gate_values):
     firmware = hardware.get("firmware") or {}
     allowed = firmware.get("vbios") or []
     status = _drift_status(firmware.get("vbios_drift", "warn"))

@@ -17,15 +17,15 @@ schemas/ at the collection's root.
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
 import os
-import pwd
 import re
 import tempfile
 import time
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_evidence
 
 DIR_MODE = 0o750
 FILE_MODE = 0o640
@@ -57,16 +57,9 @@ def results_dir_problem(path, variable="acceptance_results_dir"):
     if not os.path.isdir(existing):
         return f"{variable} is {path!r}, but {existing} is a file. Fix: give a directory."
     if not os.access(existing, os.W_OK | os.X_OK):
-        return (f"{variable} is {path!r}, but {existing} is not writable for user {_user()}. Fix: give a directory "
-                "this user may write, or run as one who may.")  # fmt: skip
+        return (f"{variable} is {path!r}, but {existing} is not writable for user {getpass.getuser()}. Fix: give a "
+                "directory this user may write, or run as one who may.")  # fmt: skip
     return None
-
-
-def _user():
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return str(os.getuid())
 
 
 def run_id_problem(run_id):
@@ -133,7 +126,7 @@ def _json_bytes(document):
 def evidence_entries(evidence):
     """(files to write {name: bytes}, the node document's evidence list without hashes) from acceptance_read's."""
     files, entries = {}, []
-    for name in acceptance.acceptance_evidence.FILES:
+    for name in acceptance_evidence.FILES:
         item = (evidence or {}).get(name)
         if not isinstance(item, dict):
             continue

@@ -229,6 +229,22 @@ def has_cap(mask, bit):
     return bool(mask >> bit & 1)
 
 
+# The queries os_facts and the acceptance stage's evidence read the node with; parse_systemctl_show,
+# parse_dpkg_query and parse_rpm_query read their output.
+SYSTEMCTL_PROPERTIES = "--property=Id,LoadState,ActiveState,UnitFileState"
+DPKG_QUERY_ARGS = ("-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\t${db:Status-Want}\n")
+RPM_QUERY_ARGS = ("-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}.%{ARCH}\n")
+
+
+def unit_state(props):
+    """{exists, active, enabled} of one unit's systemctl show properties ({} for a unit systemctl did not show)."""
+    return {
+        "exists": props.get("LoadState") == "loaded",
+        "active": props.get("ActiveState") == "active",
+        "enabled": props.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias"),
+    }
+
+
 def parse_systemctl_show(text):
     """Parse `systemctl show -p Id,... unit...`: blank-line-separated blocks of KEY=value."""
     units = {}

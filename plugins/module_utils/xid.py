@@ -103,6 +103,15 @@ def normalize_pci(text):
     return f"{int(domain, 16):04x}:{bus.lower()}:{device.lower()}.{function or '0'}"
 
 
+# Why a kernel-log reader falls back from the journal to dmesg when the journal answered with nothing.
+NO_KERNEL_MESSAGES = "journalctl returned no kernel messages (a container, or a journal that keeps none)"
+
+
+def journal_args(since_boot):
+    """journalctl's arguments for the kernel's messages (of the current boot only, with since_boot), ISO times."""
+    return ["-k", *(["-b"] if since_boot else []), "--no-pager", "-o", "short-iso"]
+
+
 def journal_has_entries(text):
     """Whether journalctl printed any entry, not only its "-- No entries --" style markers."""
     return any(line.strip() and not line.startswith(_JOURNAL_MARKER) for line in text.splitlines())

@@ -15,10 +15,11 @@ description:
     query answered), C(lspci -Dnn), C(ibstat), the kernel log (C(journalctl -k), else C(dmesg)), C(dkms status),
     C(systemctl show) of the persistence daemon and fabric manager, the installed packages (C(dpkg-query -W) or
     C(rpm -qa)), C(dmidecode -t system -t bios) - and snapshots of the files the collection's sysfs parsers read
-    (C(/sys/class/infiniband) with each port's counters; C(/sys/bus/pci/devices) where lspci is not installed), the
-    driver's version files, the NVML library the dynamic linker finds, and the nccl_tests stage's kept measurement.
+    (C(/sys/class/infiniband) with each port's error counters; C(/sys/bus/pci/devices) where lspci is not
+    installed), the driver's version files, the NVML library the dynamic linker finds, and the nccl_tests stage's
+    kept measurement.
   - A tool that is missing or fails is recorded as such; the module itself fails only on bad options. Judging is the
-    controller's (C(gpuops.bringup.acceptance_node)), from this evidence alone.
+    controller's (C(gpuops.bringup.acceptance_results)), from this evidence alone.
   - Changes nothing.
 author: gpuops.bringup developers (@gpuops)
 options:
@@ -77,6 +78,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.bringup.plugins.module_utils import (
     acceptance_evidence,
     infiniband,
+    osinfo,
     pci,
     simulation,
     xid,
@@ -119,27 +121,24 @@ class Collector:
         return {"path": path, "rc": 0, "stdout": text, "stderr": "", "truncated": cut}
 
     def kernel_log(self, since_boot):
-        args = ["-k", *(["-b"] if since_boot else []), "--no-pager", "-o", "short-iso"]
-        journal = self.run("journalctl", args, keep_end=True)
+        """xid_scan's source=auto, never failing: the journal's kernel messages, else dmesg's, and why."""
+        journal = self.run("journalctl", xid.journal_args(since_boot), keep_end=True)
         if journal.get("rc") == 0 and xid.journal_has_entries(journal["stdout"]):
             return {**journal, "source": "journal", "fallback": None}
         why = ("journalctl is not installed" if journal.get("missing") else
-               f"journalctl exited with {journal['rc']}" if journal["rc"] != 0 else
-               "journalctl returned no kernel messages (a container, or a journal that keeps none)")  # fmt: skip
+               f"journalctl exited with {journal['rc']}" if journal["rc"] != 0 else xid.NO_KERNEL_MESSAGES)  # fmt: skip
         return {**self.run("dmesg", [], keep_end=True), "source": "dmesg", "fallback": why}
 
 
 def infiniband_snapshot():
-    """The files infiniband.read_sysfs reads, as it read them, and every port's error counters."""
+    """The files infiniband.read_sysfs reads, as it read them, and every port's error counters (evidence for now: no
+    check judges them yet)."""
     reader = RecordingReader(infiniband.SysfsReader("/sys"))
-    devices = infiniband.read_sysfs(reader)
-    counters = {}
-    for device in devices:
+    for device in infiniband.read_sysfs(reader):
         for port in device["ports"]:
-            base = f"class/infiniband/{device['name']}/ports/{port['port']}/counters"
-            values = {name: (reader.read(f"{base}/{name}") or "").strip() for name in acceptance_evidence.COUNTERS}
-            counters[f"{device['name']}/{port['port']}"] = {k: v for k, v in values.items() if v}
-    return {**reader.snapshot(), "counters": counters}
+            for name in acceptance_evidence.COUNTERS:
+                reader.read(f"class/infiniband/{device['name']}/ports/{port['port']}/counters/{name}")
+    return reader.snapshot()
 
 
 def pci_snapshot():
@@ -160,9 +159,9 @@ def nvml_libraries(collector):
 
 
 def packages(collector):
-    if ToolRunner(collector.module, "dpkg-query", required=False).available:
-        return collector.run("dpkg-query", ["-W", "-f", "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"])
-    return collector.run("rpm", ["-qa", "--qf", "%{NAME}\\t%{EPOCH}:%{VERSION}-%{RELEASE}\\n"])
+    """os_facts' package query: dpkg-query's, else rpm's."""
+    found = collector.run("dpkg-query", osinfo.DPKG_QUERY_ARGS)
+    return collector.run("rpm", osinfo.RPM_QUERY_ARGS) if found.get("missing") else found
 
 
 def gather(module):
@@ -185,8 +184,9 @@ def gather(module):
         "nvml_libraries": nvml_libraries(collector),
     }
     evidence["driver-files.json"] = collector.snapshot(files)
-    properties = "--property=Id,LoadState,ActiveState,SubState,UnitFileState"
-    evidence["systemd-units.txt"] = collector.run("systemctl", ["show", properties, "--", *acceptance_evidence.UNITS])
+    evidence["systemd-units.txt"] = collector.run(
+        "systemctl", ["show", osinfo.SYSTEMCTL_PROPERTIES, "--", *acceptance_evidence.UNITS]
+    )
     evidence["packages.txt"] = packages(collector)
     evidence["dmidecode.txt"] = collector.run("dmidecode", ["-t", "system", "-t", "bios"])
     evidence["nccl-tests-results.json"] = collector.file(acceptance_evidence.NCCL_RESULTS)

@@ -199,7 +199,7 @@ def read_packages(reader, family):
         dpkg = reader.tool("dpkg-query")
         if not dpkg.available:
             return {}, [], []
-        _rc, out, _err = dpkg(["-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\t${db:Status-Want}\n"])
+        _rc, out, _err = dpkg(list(osinfo.DPKG_QUERY_ARGS))
         parsed = osinfo.parse_dpkg_query(out)
         installed = {name: p["version"] for name, p in parsed.items() if p["installed"]}
         held = sorted(name for name, p in parsed.items() if p["held"])
@@ -209,7 +209,7 @@ def read_packages(reader, family):
         query = reader.tool("rpm")
         if not query.available:
             return {}, [], []
-        _rc, out, _err = query(["-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}.%{ARCH}\n"])
+        _rc, out, _err = query(list(osinfo.RPM_QUERY_ARGS))
         held = rpm.parse_versionlock(reader.read("/etc/dnf/plugins/versionlock.list", ""))
         return osinfo.parse_rpm_query(out), held, []
     return {}, [], []
@@ -300,19 +300,9 @@ def unit_states(reader, units):
     systemctl = reader.tool("systemctl")
     if not systemctl.available:
         return {u: {"exists": False, "active": False, "enabled": False} for u in units}
-    _rc, out, _err = systemctl(
-        ["show", "--property=Id,LoadState,ActiveState,UnitFileState", "--", *units], ok_rc=(0, 1)
-    )
+    _rc, out, _err = systemctl(["show", osinfo.SYSTEMCTL_PROPERTIES, "--", *units], ok_rc=(0, 1))
     shown = osinfo.parse_systemctl_show(out)
-    result = {}
-    for unit in units:
-        props = shown.get(unit, {})
-        result[unit] = {
-            "exists": props.get("LoadState") == "loaded",
-            "active": props.get("ActiveState") == "active",
-            "enabled": props.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias"),
-        }
-    return result
+    return {unit: osinfo.unit_state(shown.get(unit, {})) for unit in units}
 
 
 def systemd_default_memlock(reader):

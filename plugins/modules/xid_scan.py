@@ -233,7 +233,6 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import parsing, sim
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 
 ANY_RC = range(-255, 256)
-NO_KERNEL_MESSAGES = "journalctl returned no kernel messages (a container, or a journal that keeps none)"
 
 
 def _text(data):
@@ -265,7 +264,7 @@ def read_journal(module, params, required):
     journal = ToolRunner(module, "journalctl", required=required)
     if not journal.available:
         return None, None, "journalctl is not installed"
-    args = ["-k", *(["-b"] if params["since_boot"] else []), "--no-pager", "-o", "short-iso"]
+    args = xid.journal_args(params["since_boot"])
     command = [journal.path, *args]
     rc, out, err = journal(args, ok_rc=(0,) if required else ANY_RC)
     if rc != 0:
@@ -274,13 +273,13 @@ def read_journal(module, params, required):
     if not xid.journal_has_entries(out):
         if required:
             module.fail_json(
-                msg=f"{NO_KERNEL_MESSAGES}: nothing was scanned. Use source=dmesg, or path= for a saved log.",
+                msg=f"{xid.NO_KERNEL_MESSAGES}: nothing was scanned. Use source=dmesg, or path= for a saved log.",
                 cmd=command,
                 rc=rc,
                 stdout=out,
                 stderr=err,
             )
-        return None, command, NO_KERNEL_MESSAGES
+        return None, command, xid.NO_KERNEL_MESSAGES
     return out, command, None
 
 

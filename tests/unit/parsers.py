@@ -216,7 +216,7 @@ PARSERS = [
         ("nvidia_smi/*.xml", "xid/*.log", "dmidecode/*.txt", "dkms/*.txt", "infiniband/ibstat/*"),
         seeds=(
             "Id=nvidia-fabricmanager.service\nLoadState=loaded\nActiveState=active\n\n",
-            "nvidia-fabricmanager-535\t535.309.01-1\tii \n",
+            "nvidia-fabricmanager-535\t535.309.01-1\tii \tinstall\n",
             '{"node/all_reduce_perf": {"measurement": {}}}',
             '{"files": {"class/infiniband": "x"}, "dirs": {"class/infiniband": ["mlx5_0"]}}',
         ),
@@ -224,7 +224,7 @@ PARSERS = [
             ("", "Id=a\n", ""),
             ("System Information\n", "\tSerial Number: x\n", ""),
             ("", "[", ""),
-            ("", "x\ty\tii \n", ""),
+            ("", "x\ty\tii \tinstall\n", ""),
         ),
     ),
     Parser(

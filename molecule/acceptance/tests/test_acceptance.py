@@ -121,7 +121,10 @@ def test_the_simulation_presents_the_installed_driver() -> None:
         "loaded": "535.309.01", "installed": {"nvml_library": ["535.309.01"]}, "cuda_version": "12.2"}  # fmt: skip
     assert l40s["inventory"]["driver"]["loaded"] == "550.163.01"
     assert len(h100["inventory"]["gpus"]) == 8 and h100["inventory"]["gpus"][0]["vbios"] == "96.00.74.00.01"
-    assert [a["psid"] is None or a["psid"] for a in h100["inventory"]["rdma_adapters"]]
+    # The adapters as ibstat names them (a container's sysfs is its host's): firmware, no PSID (sysfs's board_id).
+    adapters = {a["name"]: (a["firmware"], a["psid"]) for a in h100["inventory"]["rdma_adapters"]}
+    assert adapters == {**{f"mlx5_{n}": ("28.41.1000", None) for n in (0, 1, 4, 5, 6, 7, 8, 9)},
+                        "mlx5_bond_0": ("32.38.3056", None)}  # fmt: skip
 
 
 def test_the_documents_follow_their_schemas() -> None:

@@ -63,7 +63,10 @@ def evidence(
             )
         ),
         "systemd-units.txt": run(UNITS.format(fm=fm, fm_file=fm_file)),
-        "packages.txt": run(f"nvidia-fabricmanager-565\t{fm_package}\tii \nlibc6\t2.36-9\tii \n" if fm_package else ""),
+        # os_facts' dpkg-query format: name, version, status, want.
+        "packages.txt": run(
+            f"nvidia-fabricmanager-565\t{fm_package}\tii \tinstall\nlibc6\t2.36-9\tii \tinstall\n" if fm_package else ""
+        ),
         "dmidecode.txt": {"tool": "dmidecode", "missing": True},
         "nccl-tests-results.json": run(json.dumps(nccl)) if nccl is not None else {"path": "x", "missing": True},
     }
@@ -499,3 +502,14 @@ def test_the_missing_gpu_is_named_when_lspci_and_nvidia_smi_number_the_bus_alike
     state["pci"] = {"gpus": [{"address": f"0000:{n:02x}:00.0"} for n in range(8)]}
     found = acceptance.check_gpu_count(state, H100, {})
     assert found["reason"] == "nvidia-smi lists 7 GPU(s), the profile 8; lspci lists 8 NVIDIA GPU(s)"
+
+
+def test_fabric_manager_read_from_rpm():
+    """On RHEL the package query is rpm's (os_facts' format): its fabric manager package and version."""
+    items = evidence(fm_package=None)
+    items["packages.txt"] = {**run("nvidia-fabricmanager\t565.57.01-1.el9.x86_64\n"), "cmd": ["/usr/bin/rpm", "-qa"]}
+    found = check(acceptance.node_results("n1", H100, items), "driver.fabric_manager")
+    assert (found["status"], found["value"]["packages"]) == (
+        "PASS",
+        {"nvidia-fabricmanager": ["565.57.01-1.el9.x86_64"]},
+    )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import simulation
+from ansible_collections.gpuops.bringup.plugins.module_utils import simulation, xid
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import C_LOCALE
 from ansible_collections.gpuops.bringup.plugins.modules import xid_scan
 
@@ -60,7 +60,7 @@ def real_hardware(monkeypatch, tmp_path):
             {
                 "source": "dmesg",
                 "command": [DMESG],
-                "fallback_reason": xid_scan.NO_KERNEL_MESSAGES,
+                "fallback_reason": xid.NO_KERNEL_MESSAGES,
                 "lines": 10,
                 "events_total": 3,
             },
@@ -237,7 +237,7 @@ def test_simulated_marker_is_reported(run_module, command_table, real_hardware):
             BOTH,
             {JOURNAL_ARGV: captured("journalctl-no-entries"), DMESG_ARGV: captured("dmesg-eperm")},
             {
-                "msg": f"dmesg failed with return code 1 (read because {xid_scan.NO_KERNEL_MESSAGES}): "
+                "msg": f"dmesg failed with return code 1 (read because {xid.NO_KERNEL_MESSAGES}): "
                 "dmesg: read kernel buffer failed: Operation not permitted",
                 "rc": 1,
             },
@@ -260,8 +260,7 @@ def test_simulated_marker_is_reported(run_module, command_table, real_hardware):
             BOTH,
             {JOURNAL_ARGV: captured("journalctl-no-entries")},
             {
-                "msg": f"{xid_scan.NO_KERNEL_MESSAGES}: nothing was scanned. Use source=dmesg, or path= for a "
-                "saved log.",
+                "msg": f"{xid.NO_KERNEL_MESSAGES}: nothing was scanned. Use source=dmesg, or path= for a saved log.",
                 "stdout": "-- No entries --\n",
             },
         ),
