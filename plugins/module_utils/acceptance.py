@@ -549,7 +549,7 @@ def check_gpu_recovery(devices, state, hardware, gate_values):
         return _outcome("FAIL", "; ".join(m for _d, m in asks), value, "none", "gpu_reset_required",
                         ("nvidia-smi-query.xml",))  # fmt: skip
     if not devices or all(d.get("reset_required") is None and d.get("recovery_action") is None for d in devices):
-        return _outcome("ERROR", "nvidia-smi reported no GPU reset status (drivers before R550 do not)", value,
+        return _outcome("ERROR", "nvidia-smi reported no GPU reset status", value,
                         "none", "not_reported", ("nvidia-smi-query.xml",))  # fmt: skip
     return _outcome("PASS", "no GPU asks for a reset or recovery", value, "none", evidence=("nvidia-smi-query.xml",))
 
@@ -592,8 +592,8 @@ def check_gpu_fabric(devices, state, hardware, gate_values):
                         ("nvidia-smi-query.xml",))  # fmt: skip
     if unknown or not devices:
         names = ", ".join(_label(d) for d in unknown) or "no GPU listed"
-        return _outcome("ERROR", f"nvidia-smi reported no NVLink fabric state for {names} (drivers before R535 do "
-                        "not)", value, "Completed", "not_reported", ("nvidia-smi-query.xml",))  # fmt: skip
+        return _outcome("ERROR", f"nvidia-smi reported no NVLink fabric state for {names}", value, "Completed",
+                        "not_reported", ("nvidia-smi-query.xml",))  # fmt: skip
     return _outcome("PASS", "every GPU is registered with the NVLink fabric (Completed)", value, "Completed",
                     evidence=("nvidia-smi-query.xml",))  # fmt: skip
 

@@ -191,8 +191,8 @@ def test_a_node_whose_driver_sees_fewer_gpus_stops_in_preflight(host, stage_run,
     assert rc != 0
     assert (
         "h100-cuda-error: nvidia-smi sees 7 of the 8 GPUs of profile hgx_h100_8gpu: nccl-tests would fail with CUDA "
-        "errors. Fix: the driver stage (playbooks/driver.yml) and the hardware check (playbooks/hardware_check.yml) "
-        "first." in output
+        "errors. Fix: the driver stage (playbooks/driver.yml) first; the acceptance stage (playbooks/acceptance.yml) "
+        "says which GPU checks fail." in output
     ), output[-3000:]
     assert re.search(r"h100-cuda-error : ok=\d+ changed=0 unreachable=0 failed=1", output), output[-2000:]
     assert re.search(r"h100-a : ok=\d+ changed=0 unreachable=0 failed=0", output), output[-2000:]
