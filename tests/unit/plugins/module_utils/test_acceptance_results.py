@@ -158,3 +158,14 @@ def test_a_new_run_id_never_reuses_a_directory(tmp_path):
                                            ("a/b", True), ("..", True), ("", True)])  # fmt: skip
 def test_host_names_must_name_files(node, bad):
     assert (acceptance_results.node_name_problem(node) is not None) is bad
+
+
+def test_the_run_id_and_host_name_messages_name_the_fix():
+    assert acceptance_results.run_id_problem("../x") == (
+        "acceptance_run_id is '../x': a run id is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or "
+        'digit. Fix: give an existing run\'s directory name to add to it, or "" for a new run.'
+    )
+    assert acceptance_results.node_name_problem("a/b") == (
+        "inventory host 'a/b' cannot name a results file (letters, digits, '.', '_' and '-' only). Fix: rename the "
+        "host in the inventory (ansible_host keeps its address)."
+    )

@@ -284,3 +284,19 @@ def test_broken_inventory_reports_each_problem(ansible_env, broken_inventory):
         "host a01-gpu01 is in several hardware profile groups (hgx_h100_8gpu, pcie_l40s_4gpu); "
         "a host has exactly one profile: remove it from all but one",
     ]
+
+
+@pytest.mark.parametrize(
+    ("dotted", "value", "problem"),
+    [
+        ("gates", {"nccl_all_reduce_busbw_gbps": "460"},
+         "gpuops_hardware.gates.nccl_all_reduce_busbw_gbps is '460': expected a number above 0"),
+        ("acceptance", {"required": ["gpu.count", "gpu.burn_in"]},
+         "gpuops_hardware.acceptance.required names 'gpu.burn_in', no check of the acceptance stage"),
+        ("firmware", {"hca_drift": "error"}, "gpuops_hardware.firmware.hca_drift is 'error': expected warn or fail"),
+    ],
+)  # fmt: skip
+def test_the_acceptance_keys_are_part_of_the_contract(dotted, value, problem):
+    """Every stage's inventory check refuses a bad gate or check id before any node is touched."""
+    problems = check_hardware("host gpu01", changed(H100, dotted, value))
+    assert len(problems) == 1 and problems[0].startswith(f"host gpu01: {problem}"), problems
