@@ -181,6 +181,42 @@ def _infiniband_state(evidence):
     return {"devices": devices}
 
 
+# Error counters a fault of the port's own link drives (bad signal: cable, transceiver, connector): one rising while
+# the node is idle FAILs the port. The others also rise from what happens elsewhere in the fabric (congestion, a
+# remote port's errors, partition checks): a rise WARNs.
+LINK_ERROR_COUNTERS = ("symbol_error", "link_error_recovery", "link_downed", "local_link_integrity_errors",
+                       "port_rcv_errors", "excessive_buffer_overrun_errors")  # fmt: skip
+FABRIC_ERROR_COUNTERS = ("port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
+                         "port_xmit_constraint_errors", "port_rcv_constraint_errors", "vl15_dropped")  # fmt: skip
+
+
+def _perfquery_read(item, where):
+    """(counters parsed, None) from one perfquery run, or (None, why there are none)."""
+    text = _text(item)
+    if not text or item.get("rc") != 0:
+        return None, _why_not(item, f"perfquery of {where}")
+    parsed = infiniband.parse_perfquery(text)
+    if not set(parsed["counters"]) & set(LINK_ERROR_COUNTERS):
+        return None, f"perfquery of {where} printed no error counters: {parsing.excerpt(text)}"
+    return parsed, None
+
+
+def _counters_state(evidence):
+    """The two perfquery reads of each port ({"interval_s", "ports": {"mlx5_0/1": {"reads": [first, second],
+    "error"}}}), or None when the node side did not collect them."""
+    data = _json(_item(evidence, "perfquery.json"))
+    samples = data.get("samples") if isinstance(data, dict) else None
+    if not isinstance(samples, list) or len(samples) != 2 or not all(isinstance(s, dict) for s in samples):
+        return None
+    ports = {}
+    for where in sorted({str(k) for sample in samples for k in sample}):
+        reads = [_perfquery_read(_item(sample, where), where) for sample in samples]
+        error = next((why for _parsed, why in reads if why), None)
+        ports[where] = {"reads": [parsed for parsed, _why in reads], "error": error}
+    interval = data.get("interval_s")
+    return {"interval_s": float(interval) if _number(interval) else None, "ports": ports}
+
+
 def _kernel_log_state(evidence):
     item = _item(evidence, "kernel-log.txt")
     text = _text(item)
@@ -281,6 +317,7 @@ def read_state(evidence):
         "gpu": _gpu_state(evidence),
         "pci": _pci_state(evidence),
         "infiniband": _infiniband_state(evidence),
+        "counters": _counters_state(evidence),
         "kernel_log": kernel_log,
         "driver": _driver_state(evidence, kernel_log),
         "units": _units_state(evidence),
@@ -797,6 +834,74 @@ def check_fabric_ports(state, hardware, gate_values):
                     active, gate, evidence=evidence)  # fmt: skip
 
 
+def _counter_changes(reads):
+    """({counter: rise}, {counter: value now, not rising}, [counters at their maximum]) of one port's two reads."""
+    first, second = reads[0]["counters"], reads[1]["counters"]
+    rising, nonzero = {}, {}
+    for name in LINK_ERROR_COUNTERS + FABRIC_ERROR_COUNTERS:
+        before, now = first.get(name), second.get(name)
+        if before is not None and now is not None and now > before:
+            rising[name] = now - before
+        elif now:
+            nonzero[name] = now
+    return rising, nonzero, sorted(set(reads[1]["saturated"]) & set(LINK_ERROR_COUNTERS + FABRIC_ERROR_COUNTERS))
+
+
+def _counter_list(per_port, sign=""):
+    return "; ".join(f"{port} " + ", ".join(f"{name} {sign}{value}" for name, value in values.items())
+                     for port, values in per_port.items())  # fmt: skip
+
+
+def check_fabric_counters(state, hardware, gate_values):
+    counters = state["counters"]
+    evidence = ("perfquery.json",)
+    if counters is None:
+        return _outcome("ERROR", "the port counters were not collected", None, None, "not_reported", evidence)
+    ports = counters["ports"]
+    interval = counters["interval_s"]
+    gate = {"rise": 0, "interval_s": interval}
+    if not ports:
+        return _outcome("ERROR", "no active InfiniBand port to read the counters of (fabric.ports says which are "
+                        "down)", {}, gate, "not_reported", evidence)  # fmt: skip
+    rising, nonzero, saturated = {}, {}, {}
+    for where, port in ports.items():
+        if port["error"] is None:
+            rising[where], nonzero[where], saturated[where] = _counter_changes(port["reads"])
+    rising = {where: values for where, values in rising.items() if values}
+    nonzero = {where: values for where, values in nonzero.items() if values}
+    saturated = {where: names for where, names in saturated.items() if names}
+    value = {"rising": rising, "nonzero": nonzero}
+    during = f"in {interval:g} s" if interval is not None else "between the two reads"
+    link = {where: {n: v for n, v in values.items() if n in LINK_ERROR_COUNTERS} for where, values in rising.items()}
+    link = {where: values for where, values in link.items() if values}
+    if link:
+        fault = "port_link_flapping" if any("link_downed" in values for values in link.values()) else \
+            "port_errors_rising"  # fmt: skip
+        return _outcome("FAIL", f"error counters rose {during} while the node was idle: {_counter_list(link, '+')}",
+                        value, gate, fault, evidence, findings=[fault])  # fmt: skip
+    unread = {where: port["error"] for where, port in ports.items() if port["error"]}
+    if unread:
+        fault = "tool_missing" if any("not installed" in why for why in unread.values()) else "tool_failed"
+        return _outcome("ERROR", "; ".join(unread.values()), value, gate, fault, evidence)
+    warnings, findings = [], []
+    if rising:
+        warnings.append(f"fabric-side error counters rose {during}: {_counter_list(rising, '+')}")
+        findings.append("port_errors_fabric")
+    if saturated:
+        warnings.append(
+            "at their maximum, so a rise cannot show (clear them with perfquery -R and rerun): "
+            + "; ".join(f"{where} {', '.join(names)}" for where, names in saturated.items())
+        )
+        findings.append("port_counters_saturated")
+    if nonzero:
+        warnings.append(f"non-zero since the counters were last cleared, not rising: {_counter_list(nonzero)}")
+        findings.append("port_errors_history")
+    if warnings:
+        return _outcome("WARN", "; ".join(warnings), value, gate, evidence=evidence, findings=findings)
+    return _outcome("PASS", f"no error counter of {len(ports)} InfiniBand port(s) is above 0, none rose {during}",
+                    value, gate, evidence=evidence)  # fmt: skip
+
+
 def _drift_status(policy):
     return "FAIL" if policy == "fail" else "WARN"
 
@@ -910,6 +1015,12 @@ def _ports(hardware):
     return None if hardware["infiniband"]["ports"] > 0 else "the profile has no RDMA ports"
 
 
+def _ib_ports(hardware):
+    return _ports(hardware) or (None if hardware["infiniband"].get("link_layer") == "InfiniBand" else
+                                "the profile's ports are not InfiniBand: perfquery reads InfiniBand ports only "
+                                "(a RoCE port's errors are the Ethernet interface's, ethtool -S)")  # fmt: skip
+
+
 def _nccl(hardware):
     return None if hardware["gpu"]["count"] > 1 else "NCCL's single-node test needs two GPUs or more"
 
@@ -935,6 +1046,7 @@ CHECKS = {
     "driver.persistence": ("Persistence mode", _gpus, check_driver_persistence, True),
     "driver.fabric_manager": ("Fabric manager at the driver's version", _nvswitch, check_driver_fabric_manager, True),
     "fabric.ports": ("RDMA ports active at rate", _ports, check_fabric_ports, True),
+    "fabric.counters": ("RDMA port error counters", _ib_ports, check_fabric_counters, True),
     "inventory.vbios": ("GPU VBIOS versions", _gpus, check_inventory_vbios, True),
     "inventory.hca_firmware": ("RDMA adapter firmware", _ports, check_inventory_hca_firmware, True),
     "nccl.single_node": ("NCCL all_reduce bus bandwidth, one node", _nccl, check_nccl_single_node, _has_nccl_gate),

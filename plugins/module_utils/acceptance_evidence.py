@@ -10,9 +10,6 @@ from __future__ import annotations
 UNITS = ("nvidia-persistenced.service", "nvidia-fabricmanager.service")
 # The nccl_tests stage's kept measurements (roles/nccl_tests vars __nccl_tests_results).
 NCCL_RESULTS = "/var/lib/gpuops/nccl_tests/results.json"
-# The port error counters read from /sys/class/infiniband/<device>/ports/<n>/counters.
-COUNTERS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_rcv_remote_physical_errors",
-            "port_xmit_discards", "local_link_integrity_errors", "excessive_buffer_overrun_errors")  # fmt: skip
 # Every evidence file, by name, and what it holds.
 FILES = {
     "nvidia-smi-query.xml": "nvidia-smi -q -x",
@@ -21,7 +18,7 @@ FILES = {
     "lspci.txt": "lspci -Dnn",
     "sysfs-pci.json": "/sys/bus/pci/devices (vendor, device, class), where lspci is not installed",
     "ibstat.txt": "ibstat",
-    "sysfs-infiniband.json": "/sys/class/infiniband (adapters, ports, port error counters)",
+    "sysfs-infiniband.json": "/sys/class/infiniband (adapters and ports)",
     "kernel-log.txt": "journalctl -k -b -o short-iso, else dmesg",
     "dkms-status.txt": "dkms status",
     "driver-files.json": "/proc/driver/nvidia/version, /sys/module/nvidia/version, the NVML library ldconfig finds",
@@ -29,4 +26,5 @@ FILES = {
     "packages.txt": "dpkg-query -W (or rpm -qa): every installed package with its version",
     "dmidecode.txt": "dmidecode -t system -t bios",
     "nccl-tests-results.json": NCCL_RESULTS,
+    "perfquery.json": "perfquery -x -C <adapter> -P <port> of every active InfiniBand port, read twice",
 }

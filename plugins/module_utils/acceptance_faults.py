@@ -93,6 +93,15 @@ SOURCES = {
         "device and cable to ensure they are up to date.' No published minimum adapter firmware exists: the site "
         "sets its own (gpuops_hardware.firmware.hca_min)."
     ),
+    "ofa_error_counters": (
+        "OpenFabrics Alliance wiki, Overview of Error Counters, "
+        "https://www.openfabrics.org/mediawiki/index.php/Overview_of_Error_Counters: LinkDowned 'Usually associated "
+        "with a node reboot. If not associated with a reboot, could be a failing connection (like port flapping)'; a "
+        "malformed packet received 'indicates a problem somewhere else on the fabric'; large PortXmitWait 'indicate "
+        "congestion. If the congestion gets really bad, you will see XmitDiscards'. rdma-core "
+        "infiniband-diags/man/ibqueryerrors.8.in.rst at commit c2462bc3a6193587af1304ed73209e2192f1a9eb: 'The default "
+        "threshold is zero (0)': any non-zero error counter is reported."
+    ),
 }
 
 
@@ -246,6 +255,20 @@ FAULTS = {
     ),
     "port_rate_low": _fault(
         "high", f"{CABLE}: the link trained below its rate.", "nvidia_ib_operations", "RDMA port below its rate"
+    ),
+    "port_errors_rising": _fault(
+        "high",
+        f"{CABLE}; after the fix clear the counters (perfquery -R -C <adapter> -P <port>) and rerun the acceptance "
+        "stage on this node.",
+        "nvidia_ib_operations",
+        "RDMA port error counters rising",
+    ),
+    "port_link_flapping": _fault(
+        "high",
+        f"The link went down and came back while the node was idle (flapping): {CABLE[0].lower()}{CABLE[1:]}; check "
+        "the switch port's counters too, then clear them (perfquery -R) and rerun.",
+        "ofa_error_counters",
+        "RDMA port link flapping",
     ),
     "port_link_layer": _fault(
         "medium",

@@ -387,3 +387,65 @@ def active_ports(devices, link_layer=None):
         for port in device["ports"]
         if port["state"] == "active" and (link_layer is None or port["link_layer"] == link_layer)
     )
+
+
+# perfquery (infiniband-diags) prints one counter a line, "SymbolErrorCounter:..............0", after a header
+# "# Port counters: Lid 7 port 1 (CapMask: 0x5A00)" ("# Port extended counters: ..." with -x).
+PERFQUERY_HEADER = re.compile(r"#\s*Port (extended )?counters:\s*Lid\s+([0-9]{1,9})\s+port\s+([0-9]{1,9})\b")
+PERFQUERY_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9]{0,63}):\.*[ \t]*(\S{1,64})[ \t]*")
+# The counters' names as the kernel's sysfs spells them (/sys/class/infiniband/<ca>/ports/<n>/counters), with their
+# width in PortCounters (InfiniBand Architecture Specification vol. 1, 16.1.3.5): a counter at its maximum stops
+# there, so it can no longer show a rise.
+PERFQUERY_COUNTERS = {
+    "SymbolErrorCounter": ("symbol_error", 16),
+    "LinkErrorRecoveryCounter": ("link_error_recovery", 8),
+    "LinkDownedCounter": ("link_downed", 8),
+    "PortRcvErrors": ("port_rcv_errors", 16),
+    "PortRcvRemotePhysicalErrors": ("port_rcv_remote_physical_errors", 16),
+    "PortRcvSwitchRelayErrors": ("port_rcv_switch_relay_errors", 16),
+    "PortXmitDiscards": ("port_xmit_discards", 16),
+    "PortXmitConstraintErrors": ("port_xmit_constraint_errors", 8),
+    "PortRcvConstraintErrors": ("port_rcv_constraint_errors", 8),
+    "LocalLinkIntegrityErrors": ("local_link_integrity_errors", 4),
+    "ExcessiveBufferOverrunErrors": ("excessive_buffer_overrun_errors", 4),
+    "VL15Dropped": ("vl15_dropped", 16),
+    "QP1Dropped": ("qp1_dropped", 16),
+    "PortXmitData": ("port_xmit_data", 32),
+    "PortRcvData": ("port_rcv_data", 32),
+    "PortXmitPkts": ("port_xmit_packets", 32),
+    "PortRcvPkts": ("port_rcv_packets", 32),
+    "PortXmitWait": ("port_xmit_wait", 32),
+}
+
+
+def parse_perfquery(text):
+    """`perfquery [-x] -C <ca> -P <port>` -> {"lid", "port", "extended", "counters": {sysfs name: int},
+    "saturated": [names at their PortCounters maximum], "messages": [ibwarn/iberror/ibpanic lines]}.
+
+    Counters are read by name; a line perfquery would not print, or a value that is no number, is left out, so
+    garbage yields no counters rather than an exception. Of several ports' blocks only the first is read. Extended
+    counters (-x) are 64 bits wide and never saturate here."""
+    result = {"lid": None, "port": None, "extended": False, "counters": {}, "saturated": [], "messages": []}
+    for line in parsing.bounded(text)[0].splitlines():
+        stripped = line.strip()
+        if re.match(r"^ib(panic|warn|error):|^perfquery:", stripped):
+            result["messages"].append(stripped[:1000])
+            continue
+        match = PERFQUERY_HEADER.match(stripped)
+        if match:
+            if result["port"] is not None:
+                # Another port's block (perfquery of several ports): the first port is the one asked for.
+                break
+            result.update(extended=bool(match.group(1)), lid=int(match.group(2)), port=int(match.group(3)))
+            continue
+        match = PERFQUERY_FIELD.fullmatch(stripped)
+        if not match or match.group(1) not in PERFQUERY_COUNTERS:
+            continue
+        value = parsing.to_int(match.group(2))
+        if value is None or value < 0:
+            continue
+        name, width = PERFQUERY_COUNTERS[match.group(1)]
+        result["counters"][name] = value
+        if not result["extended"] and value >= 2**width - 1:
+            result["saturated"].append(name)
+    return result

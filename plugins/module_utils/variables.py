@@ -388,6 +388,9 @@ VARIABLES = {
     # acceptance
     "acceptance_since_boot": Rule(_scalar(boolean), BOOL_FIX),
     "acceptance_fail_unaccepted": Rule(_scalar(boolean), BOOL_FIX),
+    "acceptance_counter_interval": Rule(
+        _scalar(integer(1, 600)), "the seconds between the two reads of the port counters, 1 to 600, e.g. 10"
+    ),
     "acceptance_results_dir": Rule(
         _scalar(lambda v: None if v == "" else controller_dir(v)),
         'an absolute directory on the controller, e.g. /srv/gpuops/reports, or "" for reports/ beside the inventory',

@@ -15,9 +15,11 @@ description:
     query answered), C(lspci -Dnn), C(ibstat), the kernel log (C(journalctl -k), else C(dmesg)), C(dkms status),
     C(systemctl show) of the persistence daemon and fabric manager, the installed packages (C(dpkg-query -W) or
     C(rpm -qa)), C(dmidecode -t system -t bios) - and snapshots of the files the collection's sysfs parsers read
-    (C(/sys/class/infiniband) with each port's error counters; C(/sys/bus/pci/devices) where lspci is not
-    installed), the driver's version files, the NVML library the dynamic linker finds, and the nccl_tests stage's
-    kept measurement.
+    (C(/sys/class/infiniband); C(/sys/bus/pci/devices) where lspci is not installed), the driver's version files, the
+    NVML library the dynamic linker finds, and the nccl_tests stage's kept measurement.
+  - Every active InfiniBand port's counters are read twice with C(perfquery -x -C <adapter> -P <port>) (64-bit
+    extended counters, which do not saturate), first thing and last, at least O(counter_interval) seconds apart, so
+    that a counter rising now can be told from one that rose before the counters were last cleared.
   - A tool that is missing or fails is recorded as such; the module itself fails only on bad options. Judging is the
     controller's (C(gpuops.bringup.acceptance_results)), from this evidence alone.
   - Changes nothing.
@@ -33,6 +35,12 @@ options:
         its beginning; the item says C(truncated).
     type: int
     default: 16777216
+  counter_interval:
+    description:
+      - The least seconds between the two reads of the port counters, 1 to 600. The module waits out what its other
+        reads did not take.
+    type: int
+    default: 10
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpuops.bringup.attributes
@@ -58,10 +66,13 @@ evidence:
   description: >-
     One item per evidence file name (C(nvidia-smi-query.xml), C(nvidia-smi-topo.txt), C(nvidia-smi-nvlink.txt),
     C(lspci.txt), C(sysfs-pci.json), C(ibstat.txt), C(sysfs-infiniband.json), C(kernel-log.txt), C(dkms-status.txt),
-    C(driver-files.json), C(systemd-units.txt), C(packages.txt), C(dmidecode.txt), C(nccl-tests-results.json)). A
+    C(driver-files.json), C(systemd-units.txt), C(packages.txt), C(dmidecode.txt), C(nccl-tests-results.json),
+    C(perfquery.json)). A
     command's item has C(cmd), C(rc), C(stdout), C(stderr) and C(truncated); a missing tool's C(tool) and
     C(missing=true); one not run C(skipped) (why). C(kernel-log.txt) also has C(source) (journal or dmesg) and
-    C(fallback) (why the journal was not used). Snapshots are JSON text in C(stdout) with C(rc) 0.
+    C(fallback) (why the journal was not used). Snapshots are JSON text in C(stdout) with C(rc) 0;
+    C(perfquery.json)'s is C(interval_s) (seconds between the reads) and C(samples), two mappings of C(<adapter>/<port>)
+    to that read's command item.
   returned: always
   type: dict
 simulated:
@@ -72,6 +83,7 @@ simulated:
 
 import json
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -131,14 +143,26 @@ class Collector:
 
 
 def infiniband_snapshot():
-    """The files infiniband.read_sysfs reads, as it read them, and every port's error counters (evidence for now: no
-    check judges them yet)."""
+    """The files infiniband.read_sysfs reads, as it read them, and the adapters it found."""
     reader = RecordingReader(infiniband.SysfsReader("/sys"))
-    for device in infiniband.read_sysfs(reader):
-        for port in device["ports"]:
-            for name in acceptance_evidence.COUNTERS:
-                reader.read(f"class/infiniband/{device['name']}/ports/{port['port']}/counters/{name}")
-    return reader.snapshot()
+    devices = infiniband.read_sysfs(reader)
+    return reader.snapshot(), devices
+
+
+def counter_ports(sysfs_devices, ibstat):
+    """<adapter>/<port> of every active InfiniBand port sysfs or ibstat shows: the ports perfquery can read (an
+    Ethernet port has no LID to address)."""
+    devices = infiniband.merge(sysfs_devices, infiniband.parse_ibstat(ibstat.get("stdout") or "")["devices"])
+    return [
+        (device["name"], port["port"])
+        for device in devices
+        for port in device["ports"]
+        if port["state"] == "active" and port["link_layer"] == "InfiniBand"
+    ]
+
+
+def port_counters(collector, ports):
+    return {f"{name}/{port}": collector.run("perfquery", ["-x", "-C", name, "-P", str(port)]) for name, port in ports}
 
 
 def pci_snapshot():
@@ -175,7 +199,10 @@ def gather(module):
     if evidence["lspci.txt"].get("missing"):
         evidence["sysfs-pci.json"] = collector.snapshot(pci_snapshot())
     evidence["ibstat.txt"] = collector.run("ibstat", [])
-    evidence["sysfs-infiniband.json"] = collector.snapshot(infiniband_snapshot())
+    snapshot, sysfs_devices = infiniband_snapshot()
+    evidence["sysfs-infiniband.json"] = collector.snapshot(snapshot)
+    ports = counter_ports(sysfs_devices, evidence["ibstat.txt"])
+    first, started = port_counters(collector, ports), time.monotonic()
     evidence["kernel-log.txt"] = collector.kernel_log(module.params["since_boot"])
     evidence["dkms-status.txt"] = collector.run("dkms", ["status"])
     files = {
@@ -190,6 +217,11 @@ def gather(module):
     evidence["packages.txt"] = packages(collector)
     evidence["dmidecode.txt"] = collector.run("dmidecode", ["-t", "system", "-t", "bios"])
     evidence["nccl-tests-results.json"] = collector.file(acceptance_evidence.NCCL_RESULTS)
+    # Nothing to wait for where perfquery is missing.
+    if any("rc" in item for item in first.values()):
+        time.sleep(max(0.0, module.params["counter_interval"] - (time.monotonic() - started)))
+    second, interval = port_counters(collector, ports), time.monotonic() - started
+    evidence["perfquery.json"] = collector.snapshot({"interval_s": round(interval, 3), "samples": [first, second]})
     return evidence
 
 
@@ -198,11 +230,14 @@ def main():
         argument_spec={
             "since_boot": {"type": "bool", "default": True},
             "max_bytes": {"type": "int", "default": 16 * 1024 * 1024},
+            "counter_interval": {"type": "int", "default": 10},
         },
         supports_check_mode=True,
     )
     if module.params["max_bytes"] < 4096:
         module.fail_json(msg=f"max_bytes must be 4096 or more, got {module.params['max_bytes']}")
+    if not 1 <= module.params["counter_interval"] <= 600:
+        module.fail_json(msg=f"counter_interval must be 1 to 600 seconds, got {module.params['counter_interval']}")
     module.exit_json(changed=False, evidence=gather(module), simulated=simulation.simulated())
 
 

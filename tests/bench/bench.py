@@ -812,11 +812,15 @@ def stage_sim(name: str, stage: Path, build: Path) -> tuple[list[str], str]:
     commands, captures = {}, []
     for tool, entries in profile.get("commands", {}).items():
         for args, entry in entries.items():
-            source = FIXTURES / entry["file"]
-            target = f"captures/{len(captures):02d}-{source.name}"
-            shutil.copy2(source, build / target)
-            captures.append(entry["file"])
-            commands.setdefault(tool, {})[args] = {"file": target, "rc": entry.get("rc", 0)}
+            staged_files = []
+            for capture in entry.get("files", [entry.get("file")]):
+                source = FIXTURES / capture
+                target = f"captures/{len(captures):02d}-{source.name}"
+                shutil.copy2(source, build / target)
+                captures.append(capture)
+                staged_files.append(target)
+            key = {"files": staged_files} if "files" in entry else {"file": staged_files[0]}
+            commands.setdefault(tool, {})[args] = {**key, "rc": entry.get("rc", 0)}
     staged = {"profile": name, "commands": commands, **driver_presentation(profile)}
     (build / "profile.json").write_text(json.dumps(staged, indent=2))
     marker = {

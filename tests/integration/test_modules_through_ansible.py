@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 SMI = FIXTURES / "nvidia_smi"
 H100 = (SMI / "h100-sxm-x8-565.derived.xml").read_bytes()
+PERFQUERY = FIXTURES / "infiniband" / "perfquery" / "treydock-hca-edr-lid133.txt"
 A10G = (SMI / "a10g-515.xml").read_bytes()
 NCCL_OK = FIXTURES / "nccl" / "nccl-tests-290-all_reduce-h100-8gpu-single-node.txt"
 NCCL_CUDA_ERROR = FIXTURES / "nccl" / "nccl-tests-124-all_reduce-rtx3090-unhandled-cuda-error.txt"
@@ -45,6 +46,17 @@ if entry is None:
 sys.stdout.buffer.write(open(os.path.join(here, entry["file"]), "rb").read())
 sys.exit(entry.get("rc", 0))
 """
+
+
+def counters_read_twice(item, ports):
+    """perfquery.json holds two reads of every port, at least the interval apart, each the capture's text."""
+    data = json.loads(item["stdout"])
+    return (
+        data["interval_s"] >= 1
+        and [len(sample) for sample in data["samples"]] == [ports, ports]
+        and all(read["rc"] == 0 and "SymbolErrorCounter" in read["stdout"]
+                for sample in data["samples"] for read in sample.values())
+    )  # fmt: skip
 
 
 def ok(check=None):
@@ -261,8 +273,10 @@ CASES = {
     # acceptance_read: every tool's output is evidence, whatever it printed or returned; only its options fail it.
     "acceptance_simulated_h100": (
         "acceptance_read",
-        {},
+        {"counter_interval": 1},
         {
+            # Every active InfiniBand port of the ibstat capture; the Ethernet bond (mlx5_bond_0) is not read.
+            "perfquery": {f"-x -C mlx5_{n} -P 1": PERFQUERY for n in (0, 1, 4, 5, 6, 7, 8, 9)},
             "nvidia-smi": {
                 "-q -x": H100,
                 "topo -m": SMI / "h100-x8-8nic-sglang.topo.txt",
@@ -280,6 +294,7 @@ CASES = {
                 and r["evidence"]["nvidia-smi-nvlink.txt"]["rc"] == 0
                 and r["evidence"]["kernel-log.txt"]["source"] == "dmesg"
                 and r["evidence"]["kernel-log.txt"]["fallback"].startswith("journalctl returned no kernel messages")
+                and counters_read_twice(r["evidence"]["perfquery.json"], 8)
             )
         ),
     ),
@@ -314,6 +329,12 @@ CASES = {
     ),
     "acceptance_check_mode": ("acceptance_read", {}, {"nvidia-smi": {}, "check_mode": True}, ok()),
     "acceptance_bad_option": ("acceptance_read", {"max_bytes": 10}, {}, refused("max_bytes must be 4096 or more")),
+    "acceptance_bad_interval": (
+        "acceptance_read",
+        {"counter_interval": 0},
+        {},
+        refused("counter_interval must be 1 to 600 seconds, got 0"),
+    ),
     # The machine running the tests, as it is.
     "os_facts_here": ("os_facts", {"units": ["ssh.service"], "kernel_modules": ["nvidia"]}, {}, ok()),
     "package_info_here": ("package_info", {"name": ["dpkg", "no-such-package-x"], "manager": "apt"}, {}, ok()),

@@ -2,8 +2,9 @@
 
 Runs inside the node container as `replay.py TOOL ARGS...`, for the stand-in
 the bench mounted as /usr/local/bin/TOOL. The node's profile.json maps each
-argument string the collection's modules use to a capture and its exit
-status; any other invocation fails the way an unsupported option would.
+argument string the collection's modules use to a capture (or a sequence of
+captures, replayed in turn: counters that change between two reads) and its
+exit status; any other invocation fails the way an unsupported option would.
 
 nvidia-smi presents the driver the node has installed: where DKMS installed
 an NVIDIA module (dkms status), or else the dynamic linker finds an NVML
@@ -13,6 +14,7 @@ that driver supports. A node with no NVIDIA driver installed answers with the
 capture's own versions.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -20,6 +22,8 @@ import subprocess
 import sys
 
 STAGE = "/usr/share/gpuops-sim"
+# Where a capture sequence keeps how often it was replayed (tmpfs: a restarted node starts over).
+CALLS = "/run/gpuops-sim"
 
 
 def _key(version):
@@ -65,6 +69,20 @@ def present_installed(data, profile):
     return data
 
 
+def next_file(tool, args, files):
+    """The capture of this call of a sequence: the files in turn, round robin."""
+    os.makedirs(CALLS, exist_ok=True)
+    path = os.path.join(CALLS, hashlib.sha256(f"{tool} {args}".encode()).hexdigest()[:16])
+    try:
+        with open(path, encoding="ascii") as handle:
+            calls = int(handle.read() or 0)
+    except (OSError, ValueError):
+        calls = 0
+    with open(path, "w", encoding="ascii") as handle:
+        handle.write(str(calls + 1))
+    return files[calls % len(files)]
+
+
 def main(argv):
     tool, args = argv[0], " ".join(argv[1:])
     with open(f"{STAGE}/profile.json", encoding="utf-8") as handle:
@@ -75,7 +93,8 @@ def main(argv):
         known = ", ".join(repr(a) for a in sorted(commands)) or "none"
         sys.stderr.write(f"{tool} (simulated): no capture for arguments {args!r}; captured: {known}\n")
         return 2
-    with open(f"{STAGE}/{entry['file']}", "rb") as handle:
+    name = next_file(tool, args, entry["files"]) if "files" in entry else entry["file"]
+    with open(f"{STAGE}/{name}", "rb") as handle:
         data = handle.read()
     if tool == "nvidia-smi":
         data = present_installed(data, profile)

@@ -213,8 +213,16 @@ PARSERS = [
     Parser(
         "acceptance.read_state",
         _acceptance,
-        ("nvidia_smi/*.xml", "xid/*.log", "dmidecode/*.txt", "dkms/*.txt", "infiniband/ibstat/*"),
+        (
+            "nvidia_smi/*.xml",
+            "xid/*.log",
+            "dmidecode/*.txt",
+            "dkms/*.txt",
+            "infiniband/ibstat/*",
+            "infiniband/perfquery/*",
+        ),
         seeds=(
+            '{"interval_s": 1, "samples": [{"mlx5_0/1": {"rc": 0, "stdout": "LinkDownedCounter:..1"}}, {}]}',
             "Id=nvidia-fabricmanager.service\nLoadState=loaded\nActiveState=active\n\n",
             "nvidia-fabricmanager-535\t535.309.01-1\tii \tinstall\n",
             '{"node/all_reduce_perf": {"measurement": {}}}',
@@ -251,6 +259,17 @@ PARSERS = [
         _ib,
         ("infiniband/ibstat/*.txt", "infiniband/ibstat/*.stdout"),
         hostile=(("CA 'mlx5_0'\n\tRate:", " ", "x"), ("CA 'mlx5_0'\nA", " ", "\n")),
+    ),
+    Parser(
+        "infiniband.parse_perfquery",
+        infiniband.parse_perfquery,
+        ("infiniband/perfquery/*",),
+        hostile=(
+            ("# Port counters: Lid 1 port 1 (CapMask: 0x5A00)\n", "SymbolErrorCounter:......", "9"),
+            ("", "SymbolErrorCounter:", "\n"),
+            ("# Port extended counters: Lid", " ", "1 port 1"),
+            ("", "ibwarn: ", "x"),
+        ),
     ),
     Parser(
         "pci.read_lspci_nn",

@@ -19,7 +19,7 @@ ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 CHECKS = (
     "gpu.count", "gpu.model", "gpu.pcie", "gpu.ecc", "gpu.memory", "gpu.recovery", "gpu.nvlink", "gpu.fabric",
     "gpu.clocks", "gpu.xid", "driver.version", "driver.persistence", "driver.fabric_manager", "fabric.ports",
-    "inventory.vbios", "inventory.hca_firmware", "nccl.single_node",
+    "fabric.counters", "inventory.vbios", "inventory.hca_firmware", "nccl.single_node",
 )  # fmt: skip
 # A healthy simulated H100 node: fabric manager installed and enabled cannot start without an NVIDIA module in the
 # container's kernel (WARN); the nccl_tests stage did not run here (SKIPPED, not required by converge.yml).
@@ -46,6 +46,7 @@ EXPECTED = {
             "gpu.nvlink": "SKIPPED",
             "gpu.fabric": "SKIPPED",
             "driver.fabric_manager": "SKIPPED",
+            "fabric.counters": "SKIPPED",
             "nccl.single_node": "SKIPPED",
         },
     ),
@@ -54,6 +55,8 @@ EXPECTED = {
     "h100-pcie-degraded": ("rejected", BARE | {"gpu.pcie": "FAIL"}),
     "h100-remap-failure": ("rejected", BARE | {"gpu.memory": "FAIL"}),
     "h100-ib-port-down": ("rejected", BARE | {"fabric.ports": "FAIL"}),
+    # Symbol errors rising on mlx5_4 between the stage's two reads of its counters.
+    "h100-ib-symbol-errors": ("rejected", BARE | {"fabric.counters": "FAIL"}),
     # A VBIOS mix is a warning in the shipped profile (firmware.vbios_drift: warn): accepted, with the finding.
     "h100-vbios-mix": ("accepted", H100 | {"inventory.vbios": "WARN"}),
     # Upgraded without a reboot: nvidia-smi refuses (no GPU check can judge), the kernel log names the module loaded.
@@ -102,6 +105,12 @@ def test_the_faults_carry_their_reasons_and_actions() -> None:
     assert checks["h100-remap-failure"]["gpu.memory"]["severity"] == "critical"
     assert checks["h100-gpu-missing"]["gpu.count"]["reason"].startswith("nvidia-smi lists 7 GPU(s), the profile 8")
     assert checks["h100-ib-port-down"]["fabric.ports"]["action"].startswith("Pull out, clean and reinsert")
+    symbol = checks["h100-ib-symbol-errors"]["fabric.counters"]
+    assert (symbol["fault"], symbol["severity"]) == ("port_errors_rising", "high")
+    assert re.fullmatch(
+        r"error counters rose in [0-9.]+ s while the node was idle: mlx5_4/1 symbol_error \+37", symbol["reason"]
+    ), symbol["reason"]
+    assert symbol["value"] == {"rising": {"mlx5_4/1": {"symbol_error": 37}}, "nonzero": {}}
     mismatch = checks["h100-driver-mismatch"]["driver.version"]
     assert mismatch["reason"] == ("the kernel refused a client at 570.148.08: its loaded module is 570.148.06; "
                                   "installed: 535.309.01")  # fmt: skip
@@ -134,8 +143,8 @@ def test_the_documents_follow_their_schemas() -> None:
         jsonschema.validate(node(name, run), node_schema)
     document = json.loads((run / "run.json").read_text())
     jsonschema.validate(document, run_schema)
-    assert document["totals"] == {"accepted": 2, "rejected": 7, "incomplete": 1, "nodes": 10}
-    assert document["racks"] == {"rack_molecule": {"accepted": 2, "rejected": 7, "incomplete": 1}}
+    assert document["totals"] == {"accepted": 2, "rejected": 8, "incomplete": 1, "nodes": 11}
+    assert document["racks"] == {"rack_molecule": {"accepted": 2, "rejected": 8, "incomplete": 1}}
     assert document["simulated"] is True
     assert document["collection"]["name"] == "gpuops.bringup"
 
@@ -162,7 +171,7 @@ def test_the_gate_fails_exactly_the_nodes_not_accepted() -> None:
     proc = subprocess.run(
         ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(ROOT / "playbooks" / "acceptance.yml"),
          "-e", f"acceptance_results_dir={REPORTS}", "-e", f"acceptance_run_id={first.name}",
-         "-e", '{"acceptance_optional": ["nccl.single_node"]}'],
+         "-e", '{"acceptance_optional": ["nccl.single_node"]}', "-e", "acceptance_counter_interval=1"],
         capture_output=True, text=True, check=False,
         # Molecule forces colour for its own output; the recap is parsed here.
         env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},

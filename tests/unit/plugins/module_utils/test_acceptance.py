@@ -33,6 +33,19 @@ def fixture(path):
     return (FIXTURES / path).read_text(errors="replace")
 
 
+# The 8 active InfiniBand ports of the healthy H100 ibstat capture.
+IB_PORTS = [f"mlx5_{n}/1" for n in (0, 1, 4, 5, 6, 7, 8, 9)]
+PERFQUERY_HEALTHY = "infiniband/perfquery/treydock-hca-edr-lid133.txt"
+PERFQUERY_SYMBOL_ERRORS = "infiniband/perfquery/treydock-hca-edr-lid133-symbol-errors.derived.txt"
+PERFQUERY_SWITCH_ERRORS = "infiniband/perfquery/treydock-switch-edr-lid2052-errors.txt"
+
+
+def perfquery(reads):
+    """One read of every port: a capture for all of them, or {port: capture or evidence item}."""
+    reads = reads if isinstance(reads, dict) else dict.fromkeys(IB_PORTS, reads)
+    return {port: run(fixture(read)) if isinstance(read, str) else read for port, read in reads.items()}
+
+
 def evidence(
     query="nvidia_smi/h100-sxm-x8-565.derived.xml",
     query_rc=0,
@@ -46,8 +59,11 @@ def evidence(
     fm_file="enabled",
     fm_package="565.57.01-1",
     nccl=None,
+    counters=(PERFQUERY_HEALTHY, PERFQUERY_HEALTHY),
+    interval=10.0,
 ):
-    """A node's acceptance_read evidence: by default the healthy simulated H100 node with driver 565.57.01."""
+    """A node's acceptance_read evidence: by default the healthy simulated H100 node with driver 565.57.01 (the
+    counters: each InfiniBand port read twice, both reads given as (first, second) evidence items or captures)."""
     items = {
         "nvidia-smi-query.xml": run(fixture(query), query_rc),
         "nvidia-smi-nvlink.txt": run(fixture(nvlink)) if nvlink else {"skipped": "no GPU query"},
@@ -69,6 +85,7 @@ def evidence(
         ),
         "dmidecode.txt": {"tool": "dmidecode", "missing": True},
         "nccl-tests-results.json": run(json.dumps(nccl)) if nccl is not None else {"path": "x", "missing": True},
+        "perfquery.json": run(json.dumps({"interval_s": interval, "samples": [perfquery(c) for c in counters]})),
     }
     return items
 
@@ -89,8 +106,8 @@ def test_a_healthy_h100_node_is_accepted_with_every_check_passed():
     result = judge()
     assert statuses(result) == dict.fromkeys(acceptance.CHECKS, "PASS") | {"nccl.single_node": "SKIPPED"}
     assert result["verdict"] == "accepted" and result["accepted"] is True
-    assert result["counts"] == {"PASS": 16, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
-    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (16 PASS, 1 SKIPPED)"
+    assert result["counts"] == {"PASS": 17, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
+    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (17 PASS, 1 SKIPPED)"
     assert result["gates"]["nccl_all_reduce_busbw_gbps"]["value"] == 460.0
 
 
@@ -285,6 +302,145 @@ def test_fabric_ports_follow_the_ports_findings():
     assert check(judge(ibstat=None), "fabric.ports")["status"] == "FAIL"
 
 
+def test_port_counters_all_zero_and_still_pass():
+    found = check(judge(), "fabric.counters")
+    assert found["reason"] == "no error counter of 8 InfiniBand port(s) is above 0, none rose in 10 s"
+    assert (found["value"], found["gate"]) == ({"rising": {}, "nonzero": {}}, {"rise": 0, "interval_s": 10.0})
+    assert found["evidence"] == ["perfquery.json"]
+
+
+def test_symbol_errors_rising_on_one_port_fail_it_with_the_cable_action():
+    second = dict.fromkeys(IB_PORTS, PERFQUERY_HEALTHY) | {"mlx5_4/1": PERFQUERY_SYMBOL_ERRORS}
+    result = judge(counters=(PERFQUERY_HEALTHY, second))
+    found = check(result, "fabric.counters")
+    assert (found["status"], found["fault"], found["severity"]) == ("FAIL", "port_errors_rising", "high")
+    assert found["reason"] == "error counters rose in 10 s while the node was idle: mlx5_4/1 symbol_error +37"
+    assert found["value"] == {"rising": {"mlx5_4/1": {"symbol_error": 37}}, "nonzero": {}}
+    assert found["action"].startswith("Pull out, clean and reinsert the port's cable")
+    assert result["verdict"] == "rejected"
+
+
+def test_symbol_errors_that_do_not_rise_warn_as_history():
+    found = check(judge(counters=(PERFQUERY_SYMBOL_ERRORS, PERFQUERY_SYMBOL_ERRORS)), "fabric.counters")
+    assert (found["status"], found["fault"], found["findings"]) == ("WARN", None, ["port_errors_history"])
+    assert found["reason"].startswith(
+        "non-zero since the counters were last cleared, not rising: mlx5_0/1 symbol_error 37; mlx5_1/1 symbol_error 37"
+    )
+
+
+def test_a_link_down_while_idle_is_flapping():
+    """The switch port's capture counts one link down, 7 switch relay errors and 20046 discards: read after a clean
+    read, the link down fails the port as flapping; the fabric-side counters alone would warn."""
+    second = {"mlx5_0/1": PERFQUERY_SWITCH_ERRORS}
+    found = check(judge(counters=({"mlx5_0/1": PERFQUERY_HEALTHY}, second)), "fabric.counters")
+    assert (found["status"], found["fault"]) == ("FAIL", "port_link_flapping")
+    assert found["reason"].endswith("mlx5_0/1 link_downed +1")
+    assert found["value"]["rising"] == {"mlx5_0/1": {"link_downed": 1, "port_rcv_switch_relay_errors": 7,
+                                                     "port_xmit_discards": 20046}}  # fmt: skip
+
+
+def test_fabric_side_counters_rising_warn():
+    errors = fixture(PERFQUERY_SWITCH_ERRORS).replace("LinkDownedCounter:...............1",
+                                                       "LinkDownedCounter:...............0")  # fmt: skip
+    found = check(judge(counters=({"mlx5_0/1": PERFQUERY_HEALTHY}, {"mlx5_0/1": run(errors)})), "fabric.counters")
+    assert (found["status"], found["findings"]) == ("WARN", ["port_errors_fabric"])
+    assert found["reason"] == ("fabric-side error counters rose in 10 s: mlx5_0/1 port_rcv_switch_relay_errors +7, "
+                               "port_xmit_discards +20046")  # fmt: skip
+
+
+@pytest.mark.parametrize(("before", "after", "status"), [(36, 36, "WARN"), (36, 37, "FAIL"), (37, 36, "WARN")])
+def test_the_rise_boundary(before, after, status):
+    """A counter one above its first read fails; equal or lower (cleared in between) does not."""
+
+    def read(value):
+        return {
+            "mlx5_0/1": run(
+                fixture(PERFQUERY_HEALTHY).replace(
+                    "SymbolErrorCounter:..............0", f"SymbolErrorCounter:..............{value}"
+                )
+            )
+        }
+
+    assert check(judge(counters=(read(before), read(after))), "fabric.counters")["status"] == status
+
+
+def test_a_counter_at_its_maximum_warns_that_a_rise_cannot_show():
+    basic = (
+        fixture(PERFQUERY_HEALTHY)
+        .replace("# Port extended counters", "# Port counters")
+        .replace("LinkDownedCounter:...............0", "LinkDownedCounter:...............255")
+    )
+    found = check(judge(counters=({"mlx5_0/1": run(basic)}, {"mlx5_0/1": run(basic)})), "fabric.counters")
+    assert found["status"] == "WARN"
+    assert found["findings"] == ["port_counters_saturated", "port_errors_history"]
+    assert (
+        "at their maximum, so a rise cannot show (clear them with perfquery -R and rerun): mlx5_0/1 link_downed"
+        in found["reason"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("read", "fault", "reason"),
+    [
+        ({"tool": "perfquery", "missing": True}, "tool_missing", "perfquery is not installed on the node"),
+        (
+            run(
+                fixture("infiniband/perfquery/debian12-mlx5_0-missing.stdout"),
+                255,
+                fixture("infiniband/perfquery/debian12-mlx5_0-missing.stderr"),
+            ),
+            "tool_failed",
+            "perfquery of mlx5_0/1 exited with 255: ",
+        ),
+        (
+            run("PortXmitData:....................4294967295\n"),
+            "tool_failed",
+            "perfquery of mlx5_0/1 printed no error counters: 'PortXmitData:",
+        ),
+    ],
+)
+def test_counters_that_cannot_be_read_are_an_error(read, fault, reason):
+    found = check(judge(counters=({"mlx5_0/1": read}, {"mlx5_0/1": PERFQUERY_HEALTHY})), "fabric.counters")
+    assert (found["status"], found["fault"]) == ("ERROR", fault)
+    assert found["reason"].startswith(reason)
+
+
+def test_a_rise_on_one_port_fails_even_where_another_could_not_be_read():
+    second = {"mlx5_0/1": PERFQUERY_SYMBOL_ERRORS, "mlx5_1/1": {"tool": "perfquery", "missing": True}}
+    found = check(judge(counters=(dict.fromkeys(second, PERFQUERY_HEALTHY), second)), "fabric.counters")
+    assert (found["status"], found["fault"]) == ("FAIL", "port_errors_rising")
+
+
+@pytest.mark.parametrize("junk", [None, "[]", '{"samples": [{}]}', '{"samples": "x"}', '{"samples": [{}, 1]}'])
+def test_counters_not_collected_are_an_error(junk):
+    items = evidence()
+    items["perfquery.json"] = run(junk) if junk else {}
+    found = check(acceptance.node_results("n1", H100, items, optional=("nccl.single_node",)), "fabric.counters")
+    assert (found["status"], found["fault"], found["reason"]) == (
+        "ERROR",
+        "not_reported",
+        "the port counters were not collected",
+    )
+
+
+def test_no_active_port_leaves_no_counters_to_judge():
+    found = check(judge(counters=({}, {})), "fabric.counters")
+    assert (found["status"], found["fault"]) == ("ERROR", "not_reported")
+    assert found["reason"].startswith("no active InfiniBand port to read the counters of")
+
+
+def test_ethernet_profiles_skip_the_counters_with_the_reason():
+    found = check(acceptance.node_results("n1", L40S, evidence(query="nvidia_smi/l40s-x4.derived.xml")),
+                  "fabric.counters")  # fmt: skip
+    assert found["status"] == "SKIPPED"
+    assert found["reason"].startswith("the profile's ports are not InfiniBand: perfquery reads InfiniBand ports only")
+
+
+def test_the_interval_unknown_is_said_so():
+    found = check(judge(interval="x"), "fabric.counters")
+    assert found["reason"].endswith("none rose between the two reads") and found["gate"]["interval_s"] is None
+
+
 def test_xid_events_take_the_catalogs_severity_and_action():
     found = check(judge(log="xid/dmesg-ctime-xid79-fallen-off-bus.log"), "gpu.xid")
     assert (found["status"], found["fault"], found["severity"]) == ("FAIL", "xid_79", "critical")
@@ -339,7 +495,7 @@ def test_the_verdict_of_each_status(required, found, verdict):
 
 def test_the_profile_and_the_operator_choose_the_required_checks():
     assert acceptance.required_checks(L40S) == [i for i in acceptance.CHECKS if i not in (
-        "gpu.nvlink", "gpu.fabric", "driver.fabric_manager", "nccl.single_node")]  # fmt: skip
+        "gpu.nvlink", "gpu.fabric", "driver.fabric_manager", "fabric.counters", "nccl.single_node")]  # fmt: skip
     assert acceptance.required_checks({**L40S, "acceptance": {"required": ["gpu.count"]}}) == ["gpu.count"]
     assert acceptance.required_checks(L40S, required=["gpu.model"]) == ["gpu.model"]
     assert "gpu.xid" not in acceptance.required_checks(H100, optional=["gpu.xid"])
