@@ -14,6 +14,13 @@ import tempfile
 from pathlib import Path
 
 
+def _gone_is_fine(function, path, info) -> None:
+    """rmtree's error handler: the agent gpgconf stopped removes its sockets as it exits, so a file may vanish under
+    rmtree (seen as FileNotFoundError with two test runs on the machine); anything else is raised."""
+    if not issubclass(info[0], FileNotFoundError):
+        raise info[1]
+
+
 class Signer:
     """One gpg home holding one key; the key's armored export and fingerprint.
 
@@ -59,7 +66,7 @@ class Signer:
     def close(self) -> None:
         """Stop the gpg-agent gpg started for this home, which would otherwise outlive the test, and remove the home."""
         subprocess.run(["gpgconf", "--homedir", str(self.home), "--kill", "all"], capture_output=True, check=True)
-        shutil.rmtree(self.home)
+        shutil.rmtree(self.home, onerror=_gone_is_fine)
 
     def clearsign(self, data: bytes, *options: str) -> bytes:
         return self.gpg("--clearsign", *options, data=data, text=False).stdout

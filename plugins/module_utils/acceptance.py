@@ -31,6 +31,7 @@ import re
 from ansible_collections.gpuops.bringup.plugins.module_utils import (
     acceptance_evidence,
     acceptance_faults,
+    dcgm,
     dkms,
     infiniband,
     nvidia_smi,
@@ -217,6 +218,22 @@ def _counters_state(evidence):
     return {"interval_s": float(interval) if _number(interval) else None, "ports": ports}
 
 
+def _dcgm_state(evidence):
+    """{"item": the evidence item, "diag": parsed or None, "error": why there is no result or None}."""
+    item = _item(evidence, "dcgm-diag.json")
+    text = _text(item)
+    if not text:
+        return {"item": item, "diag": None, "error": _why_not(item, "dcgmi diag")}
+    try:
+        diag = dcgm.parse_diag(text)
+    except parsing.ParseError as exc:
+        return {"item": item, "diag": None, "error": f"dcgmi diag exited with {item.get('rc')}: {exc}"}
+    if not diag["tests"]:
+        why = "; ".join(diag["errors"]) or "no test result"
+        return {"item": item, "diag": diag, "error": f"dcgmi diag exited with {item.get('rc')}: {why}"}
+    return {"item": item, "diag": diag, "error": None}
+
+
 def _kernel_log_state(evidence):
     item = _item(evidence, "kernel-log.txt")
     text = _text(item)
@@ -318,6 +335,7 @@ def read_state(evidence):
         "pci": _pci_state(evidence),
         "infiniband": _infiniband_state(evidence),
         "counters": _counters_state(evidence),
+        "dcgm": _dcgm_state(evidence),
         "kernel_log": kernel_log,
         "driver": _driver_state(evidence, kernel_log),
         "units": _units_state(evidence),
@@ -800,6 +818,67 @@ def check_driver_fabric_manager(state, hardware, gate_values):
                     evidence=evidence)  # fmt: skip
 
 
+# DCGM's tests by what a failure points at (names as DCGM 3 and 4 print them, lower case).
+_DCGM_FAULTS = (
+    (("page retirement/row remap", "gpu memory", "memory", "memory bandwidth", "memtest"), "dcgm_memory"),
+    (("pcie",), "dcgm_pcie"),
+    (("diagnostic", "targeted stress", "targeted power", "sm stress", "eud test", "eud"), "dcgm_stress"),
+)
+
+
+def _dcgm_fault(test):
+    """The fault a failed DCGM test points at: by what its warnings say first (CUDA could not start the test; memory
+    errors a deployment check found), else by the test."""
+    said = " ".join(test["warnings"]).lower()
+    if "error using cuda api" in said:
+        return "dcgm_cuda"
+    if any(word in said for word in ("row remap", "retire", "uncorrectable", "memory error")):
+        return "dcgm_memory"
+    name = test["name"].lower()
+    if test["category"].lower() == "deployment" and name != "page retirement/row remap":
+        return "dcgm_deployment"
+    return next((fault for names, fault in _DCGM_FAULTS if name in names), "dcgm_failed")
+
+
+def _dcgm_where(test):
+    """ " on GPU 1, 3" / " on every GPU" / "" (an error row of a category names no GPU set)."""
+    if test["name"] == "Error":
+        return ""
+    hit = sorted(gpu for gpu, status in test["gpus"].items() if status == test["status"])
+    return " on every GPU" if test["all"] == test["status"] or not hit else " on GPU " + ", ".join(map(str, hit))
+
+
+def check_gpu_dcgm(state, hardware, gate_values):
+    found = state["dcgm"]
+    evidence = ("dcgm-diag.json",)
+    item = found["item"]
+    if item.get("missing") or item.get("skipped") or not item:
+        why = ("DCGM is not installed on the node (dcgmi, package datacenter-gpu-manager)" if item.get("missing")
+               else _why_not(item, "dcgmi diag"))  # fmt: skip
+        return _outcome("SKIPPED", why, evidence=evidence)
+    if found["error"]:
+        return _outcome("ERROR", found["error"], None, None, "tool_failed", evidence)
+    diag = found["diag"]
+    tests = diag["tests"]
+    value = {t["name"]: {"status": t["status"], "gpus": t["gpus"], "all": t["all"]} for t in tests}
+    gate = "every test passes"
+    for status in ("fail", "warn"):
+        hit = [t for t in tests if t["status"] == status]
+        if not hit:
+            continue
+        reason = "; ".join(f"{t['category']} {t['name']} {'failed' if status == 'fail' else 'warned'}"
+                           f"{_dcgm_where(t)}" + (f": {t['warnings'][0]}" if t["warnings"] else "")
+                           for t in hit)  # fmt: skip
+        if status == "fail":
+            return _outcome("FAIL", reason, value, gate, _dcgm_fault(hit[0]), evidence,
+                            findings=[_dcgm_fault(t) for t in hit])  # fmt: skip
+        return _outcome("WARN", reason, value, gate, evidence=evidence)
+    counts = {s: sum(1 for t in tests if t["status"] == s) for s in ("pass", "skip", "not_run")}
+    version = f"DCGM {diag['version']}" if diag["version"] else "DCGM"
+    return _outcome("PASS", f"{version}: {counts['pass']} test(s) passed, {counts['skip'] + counts['not_run']} "
+                    "skipped", value, gate, evidence=evidence)  # fmt: skip
+
+
 _PORT_FAULTS = {
     "active_ports_low": "port_down",
     "port_down": "port_down",
@@ -1042,6 +1121,8 @@ CHECKS = {
     "gpu.fabric": ("NVSwitch fabric registration", _nvswitch, check_gpu_fabric, True),
     "gpu.clocks": ("Clock slowdown at idle", _gpus, check_gpu_clocks, True),
     "gpu.xid": ("Xid and GPU events in the kernel log", _gpus, check_gpu_xid, True),
+    # Not required unless the profile or the operator says: no stage installs DCGM yet.
+    "gpu.dcgm": ("DCGM diagnostics", _gpus, check_gpu_dcgm, False),
     "driver.version": ("Loaded driver is the installed driver", _gpus, check_driver_version, True),
     "driver.persistence": ("Persistence mode", _gpus, check_driver_persistence, True),
     "driver.fabric_manager": ("Fabric manager at the driver's version", _nvswitch, check_driver_fabric_manager, True),

@@ -27,4 +27,5 @@ FILES = {
     "dmidecode.txt": "dmidecode -t system -t bios",
     "nccl-tests-results.json": NCCL_RESULTS,
     "perfquery.json": "perfquery -x -C <adapter> -P <port> of every active InfiniBand port, read twice",
+    "dcgm-diag.json": "dcgmi diag -r <level> -j, where DCGM is installed",
 }

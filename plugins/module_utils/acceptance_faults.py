@@ -93,6 +93,14 @@ SOURCES = {
         "device and cable to ensure they are up to date.' No published minimum adapter firmware exists: the site "
         "sets its own (gpuops_hardware.firmware.hca_min)."
     ),
+    "dcgm_diag_outputs": (
+        "What dcgmi diag itself advises in its warnings, as captured in tests/fixtures/dcgm (NVIDIA/DCGM issues "
+        "#253 and #254, NVIDIA/nccl-tests#264, nolebase/nolebase at commit "
+        "15536367a9ae104aa139ac5e3978f7f2486416c5): 'Check DCGM and system logs for errors. Reset GPU. Restart "
+        "DCGM. Rerun diagnostics.'; Targeted Power: 'Verify that the clock speeds and GPU utilization are high.'; "
+        "thermal violations: 'Verify that the cooling on this machine is functional'. In nccl-tests#264 every GPU "
+        "failed the GPU Memory test with 'Error using CUDA API cuInit' while nvidia-fabricmanager was not running."
+    ),
     "ofa_error_counters": (
         "OpenFabrics Alliance wiki, Overview of Error Counters, "
         "https://www.openfabrics.org/mediawiki/index.php/Overview_of_Error_Counters: LinkDowned 'Usually associated "
@@ -244,6 +252,43 @@ FAULTS = {
         "nvidia_fabric_manager",
         "fabric manager at another version than the driver",
     ),
+    # DCGM diagnostics
+    "dcgm_memory": _fault(
+        "critical",
+        "Drain the node; reset the GPU (nvidia-smi -r) or reboot so pending row remaps take effect, and run dcgmi "
+        "diag -r 3 again; replace the GPU (RMA) when it fails again.",
+        "dcgm_errors",
+        "DCGM found a GPU memory fault",
+    ),
+    "dcgm_pcie": _fault(
+        "high",
+        "Check DCGM and system logs for errors, reset the GPU, restart DCGM (nv-hostengine) and rerun the "
+        "diagnostic; reseat the GPU when the PCIe test fails again.",
+        "dcgm_diag_outputs",
+        "DCGM's PCIe test failed",
+    ),
+    "dcgm_stress": _fault(
+        "high",
+        "Verify cooling, power and clocks (this report's gpu.clocks), then rerun dcgmi diag -r 3; a GPU that fails "
+        "again goes to the field diagnostic and RMA.",
+        "dcgm_diag_outputs",
+        "DCGM's stress or power test failed",
+    ),
+    "dcgm_deployment": _fault(
+        "high",
+        "Fix what the warning names (persistence mode, the driver and CUDA libraries, processes on the GPU, the "
+        "environment) and rerun the acceptance stage.",
+        "dcgm_diag_outputs",
+        "DCGM's deployment checks failed",
+    ),
+    "dcgm_cuda": _fault(
+        "high",
+        "CUDA could not start the test: check fabric manager on NVSwitch systems and the driver (this report's driver "
+        "checks), reset the GPU, restart DCGM and rerun the diagnostic.",
+        "dcgm_diag_outputs",
+        "CUDA could not run DCGM's test",
+    ),
+    "dcgm_failed": _fault("high", RERUN, "dcgm_diag_outputs", "a DCGM diagnostic test failed"),
     # Kernel log
     "kernel_log_unreadable": _fault("low", RERUN, "nvidia_smi_manual", "kernel log unreadable"),
     # Fabric

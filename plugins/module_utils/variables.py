@@ -388,6 +388,9 @@ VARIABLES = {
     # acceptance
     "acceptance_since_boot": Rule(_scalar(boolean), BOOL_FIX),
     "acceptance_fail_unaccepted": Rule(_scalar(boolean), BOOL_FIX),
+    "acceptance_dcgm_level": Rule(
+        _scalar(integer(0, 2)), "the DCGM diagnostic level: 1 (deployment checks), 2 (also PCIe and memory) or 0 (none)"
+    ),
     "acceptance_counter_interval": Rule(
         _scalar(integer(1, 600)), "the seconds between the two reads of the port counters, 1 to 600, e.g. 10"
     ),

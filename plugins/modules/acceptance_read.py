@@ -17,6 +17,8 @@ description:
     C(rpm -qa)), C(dmidecode -t system -t bios) - and snapshots of the files the collection's sysfs parsers read
     (C(/sys/class/infiniband); C(/sys/bus/pci/devices) where lspci is not installed), the driver's version files, the
     NVML library the dynamic linker finds, and the nccl_tests stage's kept measurement.
+  - Where DCGM is installed, C(dcgmi diag -r <dcgm_level> -j) runs (level 1, its deployment checks, by default;
+    about 10 seconds).
   - Every active InfiniBand port's counters are read twice with C(perfquery -x -C <adapter> -P <port>) (64-bit
     extended counters, which do not saturate), first thing and last, at least O(counter_interval) seconds apart, so
     that a counter rising now can be told from one that rose before the counters were last cleared.
@@ -35,6 +37,14 @@ options:
         its beginning; the item says C(truncated).
     type: int
     default: 16777216
+  dcgm_level:
+    description:
+      - The DCGM diagnostic level run where C(dcgmi) is installed - 1 (deployment checks, seconds) or 2 (also PCIe
+        and GPU memory, minutes) - or 0 not to run it. Levels 3 and 4 take from a quarter of an hour to hours: a
+        benchmark, not a read.
+    type: int
+    choices: [0, 1, 2]
+    default: 1
   counter_interval:
     description:
       - The least seconds between the two reads of the port counters, 1 to 600. The module waits out what its other
@@ -67,7 +77,7 @@ evidence:
     One item per evidence file name (C(nvidia-smi-query.xml), C(nvidia-smi-topo.txt), C(nvidia-smi-nvlink.txt),
     C(lspci.txt), C(sysfs-pci.json), C(ibstat.txt), C(sysfs-infiniband.json), C(kernel-log.txt), C(dkms-status.txt),
     C(driver-files.json), C(systemd-units.txt), C(packages.txt), C(dmidecode.txt), C(nccl-tests-results.json),
-    C(perfquery.json)). A
+    C(perfquery.json), C(dcgm-diag.json)). A
     command's item has C(cmd), C(rc), C(stdout), C(stderr) and C(truncated); a missing tool's C(tool) and
     C(missing=true); one not run C(skipped) (why). C(kernel-log.txt) also has C(source) (journal or dmesg) and
     C(fallback) (why the journal was not used). Snapshots are JSON text in C(stdout) with C(rc) 0;
@@ -217,6 +227,10 @@ def gather(module):
     evidence["packages.txt"] = packages(collector)
     evidence["dmidecode.txt"] = collector.run("dmidecode", ["-t", "system", "-t", "bios"])
     evidence["nccl-tests-results.json"] = collector.file(acceptance_evidence.NCCL_RESULTS)
+    level = module.params["dcgm_level"]
+    evidence["dcgm-diag.json"] = (
+        collector.run("dcgmi", ["diag", "-r", str(level), "-j"]) if level else {"skipped": "dcgm_level is 0"}
+    )
     # Nothing to wait for where perfquery is missing.
     if any("rc" in item for item in first.values()):
         time.sleep(max(0.0, module.params["counter_interval"] - (time.monotonic() - started)))
@@ -231,6 +245,7 @@ def main():
             "since_boot": {"type": "bool", "default": True},
             "max_bytes": {"type": "int", "default": 16 * 1024 * 1024},
             "counter_interval": {"type": "int", "default": 10},
+            "dcgm_level": {"type": "int", "default": 1, "choices": [0, 1, 2]},
         },
         supports_check_mode=True,
     )

@@ -277,6 +277,7 @@ CASES = {
         {
             # Every active InfiniBand port of the ibstat capture; the Ethernet bond (mlx5_bond_0) is not read.
             "perfquery": {f"-x -C mlx5_{n} -P 1": PERFQUERY for n in (0, 1, 4, 5, 6, 7, 8, 9)},
+            "dcgmi": {"diag -r 1 -j": FIXTURES / "dcgm" / "dcgm-jsonresulttests-r1-8gpu-3.1.0.txt"},
             "nvidia-smi": {
                 "-q -x": H100,
                 "topo -m": SMI / "h100-x8-8nic-sglang.topo.txt",
@@ -295,6 +296,7 @@ CASES = {
                 and r["evidence"]["kernel-log.txt"]["source"] == "dmesg"
                 and r["evidence"]["kernel-log.txt"]["fallback"].startswith("journalctl returned no kernel messages")
                 and counters_read_twice(r["evidence"]["perfquery.json"], 8)
+                and '"DCGM GPU Diagnostic"' in r["evidence"]["dcgm-diag.json"]["stdout"]
             )
         ),
     ),
@@ -329,6 +331,18 @@ CASES = {
     ),
     "acceptance_check_mode": ("acceptance_read", {}, {"nvidia-smi": {}, "check_mode": True}, ok()),
     "acceptance_bad_option": ("acceptance_read", {"max_bytes": 10}, {}, refused("max_bytes must be 4096 or more")),
+    "acceptance_no_dcgm": (
+        "acceptance_read",
+        {"dcgm_level": 0},
+        {"dcgmi": {}},
+        ok(lambda r: r["evidence"]["dcgm-diag.json"] == {"skipped": "dcgm_level is 0"}),
+    ),
+    "acceptance_dcgm_level_3": (
+        "acceptance_read",
+        {"dcgm_level": 3},
+        {},
+        refused("value of dcgm_level must be one of: 0, 1, 2, got: 3"),
+    ),
     "acceptance_bad_interval": (
         "acceptance_read",
         {"counter_interval": 0},

@@ -37,6 +37,7 @@ BAD = {
     "os_baseline_reboot_timeout": [(0, "out of range: from 60 to 7200")],
     "acceptance_since_boot": BOOL,
     "acceptance_fail_unaccepted": BOOL,
+    "acceptance_dcgm_level": [(3, "out of range: from 0 to 2")],
     "acceptance_counter_interval": [(0, "out of range: from 1 to 600"), (601, "out of range: from 1 to 600")],
     "acceptance_results_dir": [("reports", "not an absolute path"), ("/srv/r\nx", "not an absolute")],
     "acceptance_run_id": [("../20261205T091500Z", "not a run id"), ("a b", "not a run id")],

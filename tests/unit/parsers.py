@@ -22,6 +22,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import (  # noqa: E
     apt,
     container_toolkit,
     cuda_toolkit,
+    dcgm,
     dkms,
     dnf,
     infiniband,
@@ -220,6 +221,7 @@ PARSERS = [
             "dkms/*.txt",
             "infiniband/ibstat/*",
             "infiniband/perfquery/*",
+            "dcgm/*",
         ),
         seeds=(
             '{"interval_s": 1, "samples": [{"mlx5_0/1": {"rc": 0, "stdout": "LinkDownedCounter:..1"}}, {}]}',
@@ -269,6 +271,20 @@ PARSERS = [
             ("", "SymbolErrorCounter:", "\n"),
             ("# Port extended counters: Lid", " ", "1 port 1"),
             ("", "ibwarn: ", "x"),
+        ),
+    ),
+    Parser(
+        "dcgm.parse_diag",
+        dcgm.parse_diag,
+        ("dcgm/*",),
+        (dcgm.DcgmParseError,),
+        hostile=(
+            ("", "{", ""),
+            ('{"DCGM GPU Diagnostic": {"test_categories": [', "{}, ", "]}}"),
+            ("| Diagnostic | Result |\n", "|  | Pass - GPUs: 0, |\n", ""),
+            ("| Warning | x |\n", "|   | yyyyyyyy |\n", ""),
+            ("", "Error: x\n", ""),
+            ("|-----  ", " ", "Deployment  ---+---|"),
         ),
     ),
     Parser(

@@ -18,12 +18,14 @@ REPORTS = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "reports"
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 CHECKS = (
     "gpu.count", "gpu.model", "gpu.pcie", "gpu.ecc", "gpu.memory", "gpu.recovery", "gpu.nvlink", "gpu.fabric",
-    "gpu.clocks", "gpu.xid", "driver.version", "driver.persistence", "driver.fabric_manager", "fabric.ports",
-    "fabric.counters", "inventory.vbios", "inventory.hca_firmware", "nccl.single_node",
+    "gpu.clocks", "gpu.xid", "gpu.dcgm", "driver.version", "driver.persistence", "driver.fabric_manager",
+    "fabric.ports", "fabric.counters", "inventory.vbios", "inventory.hca_firmware", "nccl.single_node",
 )  # fmt: skip
 # A healthy simulated H100 node: fabric manager installed and enabled cannot start without an NVIDIA module in the
-# container's kernel (WARN); the nccl_tests stage did not run here (SKIPPED, not required by converge.yml).
-H100 = dict.fromkeys(CHECKS, "PASS") | {"driver.fabric_manager": "WARN", "nccl.single_node": "SKIPPED"}
+# container's kernel (WARN); the nccl_tests stage did not run here (SKIPPED, not required by converge.yml); no
+# stage installs DCGM (SKIPPED, not required by default).
+H100 = dict.fromkeys(CHECKS, "PASS") | {
+    "driver.fabric_manager": "WARN", "nccl.single_node": "SKIPPED", "gpu.dcgm": "SKIPPED"}  # fmt: skip
 # The nodes with a hardware fault have no driver installed (prepare): the capture's driver answers, none is installed.
 BARE = H100 | {"driver.version": "ERROR", "driver.fabric_manager": "FAIL"}
 NO_NVML = dict.fromkeys(
@@ -47,6 +49,7 @@ EXPECTED = {
             "gpu.fabric": "SKIPPED",
             "driver.fabric_manager": "SKIPPED",
             "fabric.counters": "SKIPPED",
+            "gpu.dcgm": "SKIPPED",
             "nccl.single_node": "SKIPPED",
         },
     ),
@@ -57,6 +60,9 @@ EXPECTED = {
     "h100-ib-port-down": ("rejected", BARE | {"fabric.ports": "FAIL"}),
     # Symbol errors rising on mlx5_4 between the stage's two reads of its counters.
     "h100-ib-symbol-errors": ("rejected", BARE | {"fabric.counters": "FAIL"}),
+    # DCGM's level-1 diagnostic fails GPU 3's row remap check (gpu.dcgm is not required: its FAIL alone would not
+    # reject the node; the missing driver does).
+    "h100-dcgm-memory": ("rejected", BARE | {"gpu.dcgm": "FAIL"}),
     # A VBIOS mix is a warning in the shipped profile (firmware.vbios_drift: warn): accepted, with the finding.
     "h100-vbios-mix": ("accepted", H100 | {"inventory.vbios": "WARN"}),
     # Upgraded without a reboot: nvidia-smi refuses (no GPU check can judge), the kernel log names the module loaded.
@@ -111,6 +117,10 @@ def test_the_faults_carry_their_reasons_and_actions() -> None:
         r"error counters rose in [0-9.]+ s while the node was idle: mlx5_4/1 symbol_error \+37", symbol["reason"]
     ), symbol["reason"]
     assert symbol["value"] == {"rising": {"mlx5_4/1": {"symbol_error": 37}}, "nonzero": {}}
+    memory = checks["h100-dcgm-memory"]["gpu.dcgm"]
+    assert (memory["fault"], memory["severity"], memory["required"]) == ("dcgm_memory", "critical", False)
+    assert memory["reason"] == ("Deployment Page Retirement/Row Remap failed on GPU 3: GPU 3 has uncorrectable "
+                                "memory errors and row remappings are pending")  # fmt: skip
     mismatch = checks["h100-driver-mismatch"]["driver.version"]
     assert mismatch["reason"] == ("the kernel refused a client at 570.148.08: its loaded module is 570.148.06; "
                                   "installed: 535.309.01")  # fmt: skip
@@ -143,8 +153,8 @@ def test_the_documents_follow_their_schemas() -> None:
         jsonschema.validate(node(name, run), node_schema)
     document = json.loads((run / "run.json").read_text())
     jsonschema.validate(document, run_schema)
-    assert document["totals"] == {"accepted": 2, "rejected": 8, "incomplete": 1, "nodes": 11}
-    assert document["racks"] == {"rack_molecule": {"accepted": 2, "rejected": 8, "incomplete": 1}}
+    assert document["totals"] == {"accepted": 2, "rejected": 9, "incomplete": 1, "nodes": 12}
+    assert document["racks"] == {"rack_molecule": {"accepted": 2, "rejected": 9, "incomplete": 1}}
     assert document["simulated"] is True
     assert document["collection"]["name"] == "gpuops.bringup"
 

@@ -61,6 +61,7 @@ def evidence(
     nccl=None,
     counters=(PERFQUERY_HEALTHY, PERFQUERY_HEALTHY),
     interval=10.0,
+    dcgm=("dcgm/dcgm-jsonresulttests-r1-8gpu-3.1.0.txt", 0),
 ):
     """A node's acceptance_read evidence: by default the healthy simulated H100 node with driver 565.57.01 (the
     counters: each InfiniBand port read twice, both reads given as (first, second) evidence items or captures)."""
@@ -86,6 +87,7 @@ def evidence(
         "dmidecode.txt": {"tool": "dmidecode", "missing": True},
         "nccl-tests-results.json": run(json.dumps(nccl)) if nccl is not None else {"path": "x", "missing": True},
         "perfquery.json": run(json.dumps({"interval_s": interval, "samples": [perfquery(c) for c in counters]})),
+        "dcgm-diag.json": run(fixture(dcgm[0]), dcgm[1]) if isinstance(dcgm, tuple) else dcgm,
     }
     return items
 
@@ -106,8 +108,8 @@ def test_a_healthy_h100_node_is_accepted_with_every_check_passed():
     result = judge()
     assert statuses(result) == dict.fromkeys(acceptance.CHECKS, "PASS") | {"nccl.single_node": "SKIPPED"}
     assert result["verdict"] == "accepted" and result["accepted"] is True
-    assert result["counts"] == {"PASS": 17, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
-    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (17 PASS, 1 SKIPPED)"
+    assert result["counts"] == {"PASS": 18, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
+    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (18 PASS, 1 SKIPPED)"
     assert result["gates"]["nccl_all_reduce_busbw_gbps"]["value"] == 460.0
 
 
@@ -441,6 +443,74 @@ def test_the_interval_unknown_is_said_so():
     assert found["reason"].endswith("none rose between the two reads") and found["gate"]["interval_s"] is None
 
 
+@pytest.mark.parametrize(
+    ("capture", "rc", "status", "fault", "reason"),
+    [
+        ("dcgm-jsonresulttests-r1-8gpu-3.1.0.txt", 0, "PASS", None, "DCGM 3.1.0: 10 test(s) passed, 0 skipped"),
+        ("sagemaker-hc-r3-a10g-pass.txt", 0, "PASS", None, "DCGM 3.3.9: 15 test(s) passed, 1 skipped"),
+        ("dcgm-jsonresulttests-r1-8gpu-3.1.0-gpu3-row-remap.derived.txt", 1, "FAIL", "dcgm_memory",
+         "Deployment Page Retirement/Row Remap failed on GPU 3: GPU 3 has uncorrectable memory errors and row "
+         "remappings are pending"),
+        ("sagemaker-hc-r3-a10g-targeted-power-gpu1-fail.txt", 1, "FAIL", "dcgm_stress",
+         "Stress Targeted Power failed on GPU 1: GPU 1 Max power of 224.1 did not reach desired power minimum "
+         "target_power_min_ratio of 224.2 for GPU 1 Verify that the clock speeds and GPU utilization are high."),
+        ("nolebase-r2-rtx3090-pcie-fail.txt", 1, "FAIL", "dcgm_cuda",
+         "Integration PCIe failed on every GPU: GPU 0 Error using CUDA API cudaDeviceGetByPCIBusId"),
+        ("dcgm-253-r2-b200-4.4.1-pcie-fail.txt", 1, "FAIL", "dcgm_pcie",
+         "Integration pcie failed on every GPU: There was an internal error during the test"),
+        ("ml-engineering-deployment-gpu3-row-remap-pending.fragment.txt", 1, "FAIL", "dcgm_memory",
+         "Deployment Error failed: GPU 3 has uncorrectable memory errors and row remappings are pending"),
+        ("dcgm-254-r3-4.4.1-error-plugins.txt", 1, "ERROR", "tool_failed",
+         "dcgmi diag exited with 1: Error: Unable to complete diagnostic for entities 0,1,2,3. Return: (-30)"),
+        ("dcgm-215-r3-8gpu-4.x-test.fragment.txt", 1, "ERROR", "tool_failed",
+         "dcgmi diag exited with 1: the JSON holds none of DCGM GPU Diagnostic, DCGM Diagnostic"),
+    ],
+)  # fmt: skip
+def test_dcgm_diagnostics(capture, rc, status, fault, reason):
+    found = check(judge(dcgm=(f"dcgm/{capture}", rc)), "gpu.dcgm")
+    assert (found["status"], found["fault"], found["required"]) == (status, fault, False)
+    assert found["reason"].startswith(reason)
+    assert found["evidence"] == ["dcgm-diag.json"]
+
+
+def test_a_dcgm_warning_warns():
+    pcie = "| PCIe                      | {} - All "
+    text = fixture("dcgm/hypercomputer-r2-h100-pass.txt").replace(pcie.format("Pass"), pcie.format("Warn"))
+    found = check(judge(dcgm=run(text)), "gpu.dcgm")
+    assert (found["status"], found["fault"], found["reason"]) == ("WARN", None, "Integration PCIe warned on every GPU")
+
+
+@pytest.mark.parametrize(
+    ("item", "reason"),
+    [
+        (
+            {"tool": "dcgmi", "missing": True},
+            "DCGM is not installed on the node (dcgmi, package datacenter-gpu-manager)",
+        ),
+        ({"skipped": "dcgm_level is 0"}, "dcgmi diag was not run: dcgm_level is 0"),
+        ({}, "dcgmi diag was not collected"),
+    ],
+)
+def test_dcgm_not_run_is_skipped_with_the_reason(item, reason):
+    found = check(judge(dcgm=item), "gpu.dcgm")
+    assert (found["status"], found["reason"]) == ("SKIPPED", reason)
+
+
+def test_a_required_dcgm_that_did_not_run_leaves_the_node_incomplete():
+    result = acceptance.node_results("n1", H100, evidence(dcgm={"tool": "dcgmi", "missing": True}),
+                                     required=["gpu.count", "gpu.dcgm"])  # fmt: skip
+    assert (check(result, "gpu.dcgm")["required"], result["verdict"]) == (True, "incomplete")
+
+
+def test_dcgm_failing_without_output_is_an_error():
+    found = check(judge(dcgm=run("", 255, "Error: unable to establish a connection to the specified host")),
+                  "gpu.dcgm")  # fmt: skip
+    assert (found["status"], found["fault"]) == ("ERROR", "tool_failed")
+    assert (
+        found["reason"] == "dcgmi diag exited with 255: Error: unable to establish a connection to the specified host"
+    )
+
+
 def test_xid_events_take_the_catalogs_severity_and_action():
     found = check(judge(log="xid/dmesg-ctime-xid79-fallen-off-bus.log"), "gpu.xid")
     assert (found["status"], found["fault"], found["severity"]) == ("FAIL", "xid_79", "critical")
@@ -495,7 +565,8 @@ def test_the_verdict_of_each_status(required, found, verdict):
 
 def test_the_profile_and_the_operator_choose_the_required_checks():
     assert acceptance.required_checks(L40S) == [i for i in acceptance.CHECKS if i not in (
-        "gpu.nvlink", "gpu.fabric", "driver.fabric_manager", "fabric.counters", "nccl.single_node")]  # fmt: skip
+        "gpu.nvlink", "gpu.fabric", "gpu.dcgm", "driver.fabric_manager", "fabric.counters",
+        "nccl.single_node")]  # fmt: skip
     assert acceptance.required_checks({**L40S, "acceptance": {"required": ["gpu.count"]}}) == ["gpu.count"]
     assert acceptance.required_checks(L40S, required=["gpu.model"]) == ["gpu.model"]
     assert "gpu.xid" not in acceptance.required_checks(H100, optional=["gpu.xid"])

@@ -1,0 +1,155 @@
+"""DCGM diagnostics read from real outputs of dcgmi diag (tests/fixtures/SOURCES.md): text tables of DCGM 3 and 4,
+JSON of DCGM 3, and what is not a diagnostic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import dcgm
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "dcgm"
+
+
+def parse(name):
+    return dcgm.parse_diag((FIXTURES / name).read_text(errors="replace"))
+
+
+def by_name(result):
+    return {t["name"]: t for t in result["tests"]}
+
+
+def test_a_dcgm_3_table_all_passed_with_its_metadata():
+    result = parse("hypercomputer-r2-h100-pass.txt")
+    assert (result["format"], result["version"], result["driver"], result["errors"]) == (
+        "text", "3.3.8", "535.309.01", [])  # fmt: skip
+    tests = by_name(result)
+    assert [t["name"] for t in result["tests"]] == [
+        "Denylist", "NVML Library", "CUDA Main Library", "Permissions and OS Blocks", "Persistence Mode",
+        "Environment Variables", "Page Retirement/Row Remap", "Graphics Processes", "Inforom", "PCIe", "GPU Memory",
+    ]  # fmt: skip
+    assert {t["status"] for t in result["tests"]} == {"pass"}
+    assert (tests["PCIe"]["category"], tests["PCIe"]["all"], tests["PCIe"]["gpus"]) == ("Integration", "pass", {})
+    # A wrapped Info row, cut mid-word by DCGM at the cell's width, joined back.
+    assert tests["Persistence Mode"]["info"] == [
+        'Persistence mode for GPU 0 is disabled. Enable persistence mode by running "nvidia-smi -i <gpuId> -pm 1 " '
+        "as root."
+    ]
+
+
+def test_one_gpu_failing_targeted_power_among_passing_ones():
+    tests = by_name(parse("sagemaker-hc-r3-a10g-targeted-power-gpu1-fail.txt"))
+    power = tests["Targeted Power"]
+    assert (power["status"], power["all"], power["gpus"]) == (
+        "fail",
+        None,
+        {0: "pass", 2: "pass", 3: "pass", 1: "fail"},
+    )
+    assert power["warnings"] == [
+        "GPU 1 Max power of 224.1 did not reach desired power minimum target_power_min_ratio of 224.2 for GPU 1 "
+        "Verify that the clock speeds and GPU utilization are high."
+    ]
+    assert len(power["info"]) == 3 and power["info"][0] == "GPU 0 GPU 0 max power: 299.5 W average power usage: 299.0 W"
+    assert (tests["EUD Test"]["status"], tests["Memory Bandwidth"]["status"]) == ("skip", "pass")
+
+
+def test_every_gpu_failing_the_memory_test_when_cuda_cannot_start():
+    result = parse("nccl-tests-264-r3-h100-memory-fail-cuinit.txt")
+    memory = by_name(result)["GPU Memory"]
+    assert (memory["status"], memory["all"], len(memory["warnings"])) == ("fail", "fail", 8)
+    assert memory["warnings"][0].startswith("GPU 0 Error using CUDA API cuInit Check DCGM and system logs for errors.")
+    assert result["version"] == "3.3.8"
+
+
+def test_dcgm_4_tables_name_their_plugins_and_results():
+    result = parse("dcgm-253-r2-b200-4.4.1-pcie-fail.txt")
+    assert (result["version"], result["driver"]) == ("4.4.1", "570.172.08")
+    assert {t["name"]: t["status"] for t in result["tests"]} == {"software": "pass", "memory": "pass", "pcie": "fail"}
+
+
+def test_a_truncated_table_keeps_what_it_printed():
+    result = parse("dcgm-253-r2-l40s-4.2.3-pcie-fail-truncated.txt")
+    assert result["version"] == "4.2.3" and by_name(result)["pcie"]["status"] == "fail"
+
+
+def test_a_run_that_could_not_complete_gives_its_errors_and_no_test():
+    result = parse("dcgm-254-r3-4.4.1-error-plugins.txt")
+    assert result["tests"] == []
+    assert result["errors"][0].startswith("Error: Unable to complete diagnostic for entities 0,1,2,3. Return: (-30)")
+    assert len(result["errors"]) == 2
+
+
+def test_an_error_row_of_a_category_is_a_failure():
+    tests = parse("ml-engineering-deployment-gpu3-row-remap-pending.fragment.txt")["tests"]
+    assert tests == [
+        {
+            "category": "Deployment", "name": "Error", "status": "fail", "gpus": {}, "all": "fail",
+            "warnings": ["GPU 3 has uncorrectable memory errors and row remappings are pending"], "info": [],
+        }
+    ]  # fmt: skip
+
+
+def test_dcgm_3_json_after_a_stray_line_and_with_nulls():
+    result = parse("dcgm-jsonresulttests-r1-8gpu-3.1.0.txt")
+    assert (result["format"], result["version"]) == ("json", "3.1.0")
+    tests = by_name(result)
+    assert len(result["tests"]) == 10 and {t["status"] for t in result["tests"]} == {"pass"}
+    assert tests["Denylist"]["gpus"] == dict.fromkeys(range(8), "pass")
+    # The "software" test lists each GPU as a bare number.
+    assert tests["software"]["gpus"] == dict.fromkeys(range(8), "pass")
+
+
+def test_the_derived_row_remap_failure_on_gpu_3():
+    test = by_name(parse("dcgm-jsonresulttests-r1-8gpu-3.1.0-gpu3-row-remap.derived.txt"))["Page Retirement/Row Remap"]
+    assert test["status"] == "fail"
+    assert test["gpus"] == {**dict.fromkeys((0, 1, 2, 4, 5, 6, 7), "pass"), 3: "fail"}
+    assert test["warnings"] == ["GPU 3 has uncorrectable memory errors and row remappings are pending"]
+
+
+def test_json_with_info_strings_and_one_gpu():
+    tests = by_name(parse("virtualclient-r3-1gpu-pass.json"))
+    assert tests["GPU Memory"]["info"] == ["GPU 0 Allocated 15206918958 bytes (97.3%)"]
+    assert tests["EUD Test"]["status"] == "skip" and tests["Denylist"]["all"] == "pass"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "dcgmi: command not found",
+        '{"other": 1}',
+        "| not a table |",
+    ],
+)
+def test_what_is_no_diagnostic_is_refused_with_an_excerpt(text):
+    with pytest.raises(dcgm.DcgmParseError):
+        dcgm.parse_diag(text)
+
+
+def test_a_json_fragment_is_refused():
+    """One test object of a DCGM 4 document, as an issue quoted it: no document to read."""
+    with pytest.raises(dcgm.DcgmParseError, match="the JSON holds none of DCGM GPU Diagnostic, DCGM Diagnostic"):
+        parse("dcgm-215-r3-8gpu-4.x-test.fragment.txt")
+
+
+def test_dcgm_4_json_shape():
+    """DCGM 4 names results by entity and keeps the version in metadata (shape of NVIDIA/DCGM#215's fragment)."""
+    document = (
+        '{"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [{"name": "memory", "results": '
+        '[{"entity_group": "GPU", "entity_id": 0, "status": "Pass"}, {"entity_group": "GPU", "entity_id": 1, '
+        '"status": "Fail", "warnings": [{"error_id": 1, "warning": "x"}]}]}]}], "metadata": {"version": "4.4.1", '
+        '"driver_version": "570.172.08"}}}'
+    )
+    result = dcgm.parse_diag(document)
+    assert (result["version"], result["driver"]) == ("4.4.1", "570.172.08")
+    assert result["tests"][0]["gpus"] == {0: "pass", 1: "fail"} and result["tests"][0]["warnings"] == ["x"]
+
+
+@pytest.mark.parametrize(
+    ("statuses", "worst"),
+    [(["pass", "fail"], "fail"), (["warn", "pass"], "warn"), (["skip", "pass"], "pass"), (["not_run", "skip"], "skip"),
+     ([None, "x"], None), ([], None)],
+)  # fmt: skip
+def test_worst(statuses, worst):
+    assert dcgm.worst(statuses) == worst
