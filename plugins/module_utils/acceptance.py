@@ -691,21 +691,29 @@ def check_gpu_xid(state, hardware, gate_values):
     if bad:
         # The Xid catalog's own action and severity: the first of the worst events.
         first = max(bad, key=lambda e: xid_catalog.severity_rank(e["severity"]))
-        lines = [f"{_event_name(e)} on {e['pci_bus_id'] or 'the node'}: {e['meaning']}" for e in bad[:5]]
-        more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
-        outcome = _outcome("FAIL", "; ".join(lines) + more, value, "no error or critical event since boot",
+        outcome = _outcome("FAIL", _event_lines(bad), value, "no error or critical event since boot",
                            _event_name(first), ("kernel-log.txt",))  # fmt: skip
         outcome["severity"] = "critical" if first["severity"] == "critical" else "high"
         outcome["action"] = first["action"]
         return outcome
     warn = [e for e in events if e["severity"] in ("warning", xid_catalog.UNKNOWN)]
     if warn:
-        lines = [f"{_event_name(e)} on {e['pci_bus_id'] or 'the node'}: {e['meaning']}" for e in warn[:5]]
-        return _outcome("WARN", "; ".join(lines), value, "no error or critical event since boot",
+        return _outcome("WARN", _event_lines(warn), value, "no error or critical event since boot",
                         evidence=("kernel-log.txt",))  # fmt: skip
     seen = f"{len(events)} informational event(s)" if events else "no GPU error event"
     return _outcome("PASS", f"{seen} in the kernel log ({log['source']}, {scan['lines']} lines)", value,
                     "no error or critical event since boot", evidence=("kernel-log.txt",))  # fmt: skip
+
+
+def _event_lines(events):
+    """The first 5 distinct events (name, GPU, meaning), each with how often it was logged, and how many more."""
+    counted = {}
+    for event in events:
+        line = f"{_event_name(event)} on {event['pci_bus_id'] or 'the node'}: {event['meaning']}"
+        counted[line] = counted.get(line, 0) + 1
+    lines = [line + (f" ({n} times)" if n > 1 else "") for line, n in list(counted.items())[:5]]
+    more = f" (and {len(counted) - 5} more)" if len(counted) > 5 else ""
+    return "; ".join(lines) + more
 
 
 def _event_name(event):

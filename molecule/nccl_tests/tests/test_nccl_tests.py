@@ -14,8 +14,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPORTS = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "reports"
+ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 CONVERGE = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"
 USER = "gpuops-nccl"
 GROUP = "nccl_pair"
@@ -175,6 +177,41 @@ def test_the_gate_judges_the_kept_measurements_without_running_them_again():
     assert f"all_reduce_perf: the benchmark exited with return code 1; {CUDA_ERROR}" in output
     gated = json.loads((Path(f"{REPORTS}-gate") / "h100-a.json").read_text())
     assert gated["runs"][0]["measured_at"] == report("h100-a")["runs"][0]["measured_at"]
+
+
+def test_acceptance_judges_the_kept_measurement_against_the_profiles_gate(tmp_path):
+    """The acceptance stage reads what this stage kept: with a site's own gate above the capture's 476.53 GB/s (the
+    profile's gates.nccl_all_reduce_busbw_gbps: 480), the healthy nodes' NCCL check fails as below the gate, and the
+    CUDA error node's as a failed run."""
+    profile = yaml.safe_load((ROOT / "inventory" / "group_vars" / "hgx_h100_8gpu.yml").read_text())["gpuops_hardware"]
+    variables = tmp_path / "gate.json"
+    variables.write_text(json.dumps({
+        "gpuops_hardware": {**profile, "gates": {"nccl_all_reduce_busbw_gbps": 480}},
+        "acceptance_fail_unaccepted": False,
+        "acceptance_counter_interval": 1,
+        "acceptance_results_dir": str(tmp_path / "reports"),
+    }))  # fmt: skip
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(ROOT / "playbooks" / "acceptance.yml"),
+         "-e", f"@{variables}"],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    (run,) = (tmp_path / "reports").iterdir()
+    checks = {
+        name: next(c for c in json.loads((run / "nodes" / f"{name}.json").read_text())["checks"]
+                   if c["id"] == "nccl.single_node")
+        for name in ("h100-a", "h100-b", "h100-cuda-error")
+    }  # fmt: skip
+    for name in ("h100-a", "h100-b"):
+        found = checks[name]
+        assert (found["status"], found["fault"], found["value"], found["gate"]) == ("FAIL", "nccl_below_gate", 476.53,
+                                                                                     480)  # fmt: skip
+        assert "largest bus bandwidth 476.53 GB/s is below min_busbw_gbps 480" in found["reason"], found
+    failed = checks["h100-cuda-error"]
+    assert (failed["status"], failed["fault"]) == ("FAIL", "nccl_failed")
+    assert CUDA_ERROR in failed["reason"]
 
 
 def test_a_node_whose_driver_sees_fewer_gpus_stops_in_preflight(host, stage_run, replay_fault):

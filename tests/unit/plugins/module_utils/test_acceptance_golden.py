@@ -1,0 +1,138 @@
+"""Whole node documents of the acceptance stage for real captured evidence, compared with the reviewed copies in
+golden/acceptance/: every check's status, reason, value, gate, fault, severity and action, the inventory and the
+summary, word for word. These are the words an operator and a customer read; the other tests pin the decisions,
+these pin what is said about them (and leave no message or value a mutation could change unseen).
+
+After an intended change, write the copies again and review their diff like code:
+    GPUOPS_GOLDEN=write pytest tests/unit/plugins/module_utils/test_acceptance_golden.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from test_acceptance import H100, L40S, PERFQUERY_HEALTHY, PERFQUERY_SWITCH_ERRORS, PERFQUERY_SYMBOL_ERRORS, evidence
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance
+
+GOLDEN = Path(__file__).with_name("golden") / "acceptance"
+SMI = "nvidia_smi/h100-sxm-x8-565-{}.derived.xml"
+NCCL_RUN = {"largest_busbw_gbps": 476.53, "errors": [], "results": [{"size": 4294967296}], "rc": 0,
+            "measured_at": "2026-12-05T10:00:00Z"}  # fmt: skip
+# Case -> (profile, evidence arguments, required, optional).
+CASES = {
+    "h100-healthy": (H100, {}, None, ("nccl.single_node",)),
+    "h100-gpu-missing": (H100, {"query": SMI.format("gpu3-missing")}, None, ()),
+    "h100-pcie-x8": (H100, {"query": SMI.format("pcie-x8")}, None, ()),
+    "h100-ecc": (H100, {"query": SMI.format("ecc")}, None, ()),
+    "h100-remap": (H100, {"query": SMI.format("remap")}, None, ()),
+    "h100-fabric-in-progress": (H100, {"query": SMI.format("fabric-in-progress")}, None, ()),
+    "h100-slowdown": (H100, {"query": SMI.format("slowdown")}, None, ()),
+    "h100-vbios-mix": (H100, {"query": SMI.format("vbios-mix")}, None, ()),
+    "h100-xid79": (H100, {"log": "xid/dmesg-ctime-xid79-fallen-off-bus.log"}, None, ()),
+    "h100-xid-gsp": (H100, {"log": "xid/dmesg-ctime-xid119-gsp.log"}, None, ()),
+    "h100-port-down": (
+        H100,
+        {"ibstat": "infiniband/ibstat/gpud-h100-ib-bluefield3-mlx5_4-down.derived.txt"},
+        None,
+        (),
+    ),
+    "h100-port-hdr": (H100, {"ibstat": "infiniband/ibstat/gpud-h100-ib-bluefield3-mlx5_6-hdr.derived.txt"}, None, ()),
+    "h100-symbol-errors-rising": (
+        H100,
+        {"counters": (PERFQUERY_HEALTHY, {"mlx5_0/1": PERFQUERY_HEALTHY, "mlx5_4/1": PERFQUERY_SYMBOL_ERRORS})},
+        None,
+        (),
+    ),
+    "h100-link-down-rising": (
+        H100,
+        {"counters": ({"mlx5_0/1": PERFQUERY_HEALTHY}, {"mlx5_0/1": PERFQUERY_SWITCH_ERRORS})},
+        None,
+        (),
+    ),
+    "h100-counters-history": (H100, {"counters": (PERFQUERY_SWITCH_ERRORS, PERFQUERY_SWITCH_ERRORS)}, None, ()),
+    "h100-dcgm-row-remap": (
+        H100,
+        {"dcgm": ("dcgm/dcgm-jsonresulttests-r1-8gpu-3.1.0-gpu3-row-remap.derived.txt", 1)},
+        None,
+        (),
+    ),
+    "h100-dcgm-cuinit": (H100, {"dcgm": ("dcgm/nccl-tests-264-r3-h100-memory-fail-cuinit.txt", 1)}, ["gpu.dcgm"], ()),
+    "h100-driver-mismatch": (
+        H100,
+        {
+            "query": "nvidia_smi/driver-library-mismatch-nvml-version.txt",
+            "query_rc": 18,
+            "log": "xid/dmesg-loading-api-mismatch-570.log",
+            "nvml": ("535.309.01",),
+        },
+        None,
+        (),
+    ),
+    "h100-no-driver": (
+        H100,
+        {
+            "query": "nvidia_smi/driver-unreachable.txt",
+            "query_rc": 9,
+            "nvml": (),
+            "fm_package": None,
+            "fm": "inactive",
+            "fm_file": "",
+        },
+        None,
+        (),
+    ),
+    "h100-fabric-manager-stopped": (H100, {"fm": "failed"}, None, ()),
+    "h100-fabric-manager-other-version": (H100, {"fm_package": "565.57.02-1"}, None, ()),
+    "h100-nccl-passed": (H100, {"nccl": {"node/all_reduce_perf": {"measurement": NCCL_RUN}}}, None, ()),
+    "h100-nccl-below-gate": (
+        {**H100, "gates": {"nccl_all_reduce_busbw_gbps": 480}},
+        {"nccl": {"node/all_reduce_perf": {"measurement": NCCL_RUN}}},
+        None,
+        (),
+    ),
+    # Driver 570.172.08 as captured, no fabric manager, two RoCE ports, no DCGM.
+    "l40s": (
+        L40S,
+        {
+            "query": "nvidia_smi/l40s-x4.derived.xml",
+            "nvml": ("570.172.08",),
+            "fm_package": None,
+            "ibstat": "infiniband/ibstat/gpud-h100-roce-2port.derived.txt",
+            "counters": ({}, {}),
+            "dcgm": {"tool": "dcgmi", "missing": True},
+        },
+        None,
+        (),
+    ),
+}
+
+
+def document(case):
+    hardware, arguments, required, optional = CASES[case]
+    return acceptance.node_results(
+        "n1",
+        hardware,
+        evidence(**arguments),
+        required=required,
+        optional=optional,
+        rack="r1",
+        run_id="20261205T000000Z",
+    )
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_node_document_says_word_for_word_what_was_reviewed(case):
+    found = json.loads(json.dumps(document(case)))
+    path = GOLDEN / f"{case}.json"
+    if os.environ.get("GPUOPS_GOLDEN") == "write":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+    assert found == json.loads(path.read_text())
+
+
+def test_every_golden_copy_has_its_case():
+    assert sorted(p.stem for p in GOLDEN.glob("*.json")) == sorted(CASES)
