@@ -247,9 +247,9 @@ def inventory_hosts(inventory, env):
         (
             "local.yml",
             {
-                "hosts": 2,
-                "racks": {"rack_local": ["gpu-node-01", "gpu-node-02"]},
-                "profiles": {"hgx_h100_8gpu": ["gpu-node-01"], "pcie_l40s_4gpu": ["gpu-node-02"]},
+                "hosts": 3,
+                "racks": {"rack_local": ["gpu-node-01", "gpu-node-02", "gpu-node-03"]},
+                "profiles": {"hgx_h100_8gpu": ["gpu-node-01", "gpu-node-03"], "pcie_l40s_4gpu": ["gpu-node-02"]},
             },
         ),
         (
