@@ -20,8 +20,9 @@ description:
   - Where DCGM is installed, C(dcgmi diag -r <dcgm_level> -j) runs (level 1, its deployment checks, by default;
     about 10 seconds).
   - Every active InfiniBand port's counters are read twice with C(perfquery -x -C <adapter> -P <port>) (64-bit
-    extended counters, which do not saturate), first thing and last, at least O(counter_interval) seconds apart, so
-    that a counter rising now can be told from one that rose before the counters were last cleared.
+    extended counters, which do not saturate), before and after the kernel log, package and DCGM reads, at least
+    O(counter_interval) seconds apart, so that a counter rising now can be told from one that rose before the
+    counters were last cleared.
   - A tool that is missing or fails is recorded as such; the module itself fails only on bad options. Judging is the
     controller's (C(gpuops.bringup.acceptance_results)), from this evidence alone.
   - Changes nothing.
