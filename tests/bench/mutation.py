@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MODULES = ["plugins/module_utils/acceptance.py"]
 DEFAULT_TESTS = [
     "tests/unit/plugins/module_utils/test_acceptance.py",
+    "tests/unit/plugins/module_utils/test_acceptance_golden.py",
     "tests/unit/plugins/module_utils/test_acceptance_results.py",
 ]
 # What the unit tests read besides the module: the collection's other code, captures, profiles, schemas.

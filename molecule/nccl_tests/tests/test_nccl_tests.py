@@ -206,8 +206,8 @@ def test_acceptance_judges_the_kept_measurement_against_the_profiles_gate(tmp_pa
     }  # fmt: skip
     for name in ("h100-a", "h100-b"):
         found = checks[name]
-        assert (found["status"], found["fault"], found["value"], found["gate"]) == ("FAIL", "nccl_below_gate", 476.53,
-                                                                                     480)  # fmt: skip
+        expected = ("FAIL", "nccl_below_gate", 476.53, 480)
+        assert (found["status"], found["fault"], found["value"], found["gate"]) == expected
         assert "largest bus bandwidth 476.53 GB/s is below min_busbw_gbps 480" in found["reason"], found
     failed = checks["h100-cuda-error"]
     assert (failed["status"], failed["fault"]) == ("FAIL", "nccl_failed")

@@ -342,8 +342,8 @@ def test_a_link_down_while_idle_is_flapping():
 
 
 def test_fabric_side_counters_rising_warn():
-    errors = fixture(PERFQUERY_SWITCH_ERRORS).replace("LinkDownedCounter:...............1",
-                                                       "LinkDownedCounter:...............0")  # fmt: skip
+    link_downed = "LinkDownedCounter:..............."
+    errors = fixture(PERFQUERY_SWITCH_ERRORS).replace(f"{link_downed}1", f"{link_downed}0")
     found = check(judge(counters=({"mlx5_0/1": PERFQUERY_HEALTHY}, {"mlx5_0/1": run(errors)})), "fabric.counters")
     assert (found["status"], found["findings"]) == ("WARN", ["port_errors_fabric"])
     assert found["reason"] == ("fabric-side error counters rose in 10 s: mlx5_0/1 port_rcv_switch_relay_errors +7, "
