@@ -247,7 +247,7 @@ NODE_CASES = {
             "{host}: nvidia_driver_version is 550.127.05, which NVIDIA's CUDA repository packages for Debian 12 "
             "(http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) do not "
             "carry for branch 550 with the proprietary kernel modules (they carry 550.163.01 (NVIDIA's debian12 "
-            "repository), 550.144.03 (NVIDIA's debian12 repository)).",
+            "repository), 550.144.03 (NVIDIA's debian12 repository), 550.90.07 (NVIDIA's debian12 repository)).",
         ],
     ),
     "cuda_repo_key_without_a_pin": (

@@ -13,9 +13,8 @@ OUTPUT = ROOT / "tests" / "output"
 # The order in which tests/run.py's two workers take the scenarios: the slowest
 # first, so that both finish together (a scenario not named here runs after
 # these). xdist starts each worker with two units, the first and third of this
-# list on one, the second and fourth on the other; nvidia_driver, with its two
-# real DKMS builds (the failing open 550, then 535), is about a third of the
-# whole run's Molecule time.
+# list on one, the second and fourth on the other; nvidia_driver, with its real
+# DKMS build of Debian's 535, is the longest scenario.
 FIRST = [
     "nvidia_driver",
     "rdma_fabric",

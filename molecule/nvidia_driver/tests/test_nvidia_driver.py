@@ -1,6 +1,6 @@
 """nvidia_driver with its defaults on Debian 13 (a simulated HGX H100 with NVSwitches): the real state of the node
-after converge, which installed 535 over prepare's failed open 550 (test_dkms_failure.py). The PCIe path (no fabric
-manager) is checked by nvidia_driver_cuda_repo's L40S node.
+after converge, which built Debian's 535 with DKMS. The PCIe path (no fabric manager) and a DKMS build that fails are
+checked by nvidia_driver_cuda_repo's L40S node.
 
 Versions are read from the node (what the role resolved from the archive), so a Debian point release that moves
 the 535 branch does not break the tests; what must hold is that every package sits at that one version, held, and
