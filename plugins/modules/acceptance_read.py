@@ -41,8 +41,8 @@ options:
   dcgm_level:
     description:
       - The DCGM diagnostic level run where C(dcgmi) is installed - 1 (deployment checks, seconds) or 2 (also PCIe
-        and GPU memory, minutes) - or 0 not to run it. Levels 3 and 4 take from a quarter of an hour to hours: a
-        benchmark, not a read.
+        and GPU memory, minutes) - or 0 not to run it. Levels 3 and 4 take from a quarter of an hour to hours, a
+        benchmark and not a read.
     type: int
     choices: [0, 1, 2]
     default: 1
