@@ -31,6 +31,8 @@ import re
 from ansible_collections.gpuops.bringup.plugins.module_utils import (
     acceptance_evidence,
     acceptance_faults,
+    container_toolkit,
+    cuda_toolkit,
     dcgm,
     dkms,
     infiniband,
@@ -342,6 +344,8 @@ def read_state(evidence):
         "packages": _packages_state(evidence),
         "system": _dmi_state(evidence),
         "nccl": _json(_item(evidence, "nccl-tests-results.json")),
+        "cuda": _item(evidence, "cuda-check.txt"),
+        "container": _item(evidence, "container-gpus.txt"),
     }
 
 
@@ -887,6 +891,111 @@ def check_gpu_dcgm(state, hardware, gate_values):
                     "skipped", value, gate, evidence=evidence)  # fmt: skip
 
 
+# CUDA's error strings (cudaGetErrorString) and the fault each points at, first match wins. The NVIDIA CUDA Runtime
+# API's cudaError documentation: 35 "the installed NVIDIA CUDA driver is older than the CUDA runtime library", 803 "a
+# mismatch between the versions of the display driver and the CUDA driver", 802 "the system is not yet ready to start
+# any CUDA work ... verify ... all required driver daemons are actively running" (fabric manager on NVSwitch
+# systems), 100 no device, 214 an uncorrectable ECC error.
+CUDA_ERROR_FAULTS = (
+    (("insufficient for CUDA runtime version", "cudaErrorInsufficientDriver"), "cuda_driver_too_old"),
+    (("unsupported display driver / cuda driver combination", "cudaErrorSystemDriverMismatch"), "driver_mismatch"),
+    (("system not yet initialized", "cudaErrorSystemNotReady"), "fabricmanager_stopped"),
+    (("no CUDA-capable device is detected", "cudaErrorNoDevice"), "cuda_no_device"),
+    (("uncorrectable ECC error", "cudaErrorECCUncorrectable"), "ecc_uncorrectable"),
+    (("busy or unavailable", "cudaErrorDevicesUnavailable"), "cuda_device_busy"),
+)
+
+
+def cuda_fault(error):
+    """The fault a CUDA error string points at; cuda_failed for one the table does not know."""
+    lowered = (error or "").lower()
+    return next((fault for texts, fault in CUDA_ERROR_FAULTS if any(t.lower() in lowered for t in texts)),
+                "cuda_failed")  # fmt: skip
+
+
+def _not_applicable(item):
+    """SKIPPED, not required, where the node's kernel is its container host's (acceptance_read's container flag)."""
+    if item.get("container"):
+        return {**_outcome("SKIPPED", f"not applicable: {item.get('skipped')}"), "not_applicable": True}
+    return None
+
+
+def check_cuda_runtime(state, hardware, gate_values):
+    item = state["cuda"]
+    evidence = ("cuda-check.txt",)
+    expected = hardware["gpu"]["count"]
+    gate = f"a kernel round trip on each of {expected} GPU(s)"
+    skipped = _not_applicable(item)
+    if skipped:
+        return skipped
+    if not item or item.get("skipped"):
+        return _outcome("SKIPPED", _why_not(item, "the CUDA check"), evidence=evidence)
+    step = item.get("step")
+    if step in ("nvcc", "nvcc --version"):
+        return _outcome("ERROR", f"{item.get('message')}: the cuda_toolkit stage has not installed a toolkit here",
+                        None, gate, "cuda_toolkit_missing", evidence)  # fmt: skip
+    if step == "compiling and linking":
+        return _outcome("FAIL", f"the toolkit could not build the CUDA check: {item.get('message')}", None, gate,
+                        "cuda_toolkit_broken", evidence)  # fmt: skip
+    found = cuda_toolkit.parse_check_output(_text(item) or "")
+    value = {"devices": found["devices"], "runtime": found["runtime"], "driver": found["driver"],
+             "failed": [f["device"] for f in found["failed"]]}  # fmt: skip
+    if found["errors"] or item.get("rc") != 0:
+        where = "; ".join(f"device {f['device']} ({f['pci']}): {f['error']}" for f in found["failed"])
+        error = found["errors"][0] if found["errors"] else (item.get("message") or "no CUDA error printed")
+        reason = f"CUDA failed: {where or error}"
+        faults = sorted({cuda_fault(e) for e in found["errors"]} or {"cuda_failed"})
+        return _outcome("FAIL", reason, value, gate, cuda_fault(error), evidence, findings=faults)
+    if found["devices"] is None:
+        return _outcome("ERROR", "the CUDA check printed no summary line", value, gate, "tool_failed", evidence)
+    if found["devices"] < expected:
+        return _outcome("FAIL", f"CUDA sees {found['devices']} GPU(s), the profile has {expected}", value, gate,
+                        "gpu_missing", evidence)  # fmt: skip
+    return _outcome("PASS", f"a kernel ran on each of {found['devices']} GPU(s) (CUDA runtime "
+                    f"{_cuda_version(found['runtime'])}, driver {_cuda_version(found['driver'])})", value, gate,
+                    evidence=evidence)  # fmt: skip
+
+
+def _cuda_version(number):
+    """12.4 from CUDA's 12040."""
+    return f"{number // 1000}.{number % 1000 // 10}" if isinstance(number, int) else "unknown"
+
+
+def check_container_gpus(state, hardware, gate_values):
+    item = state["container"]
+    evidence = ("container-gpus.txt",)
+    expected = hardware["gpu"]["count"]
+    gate = f"{expected} GPU(s) in a container through containerd's nvidia runtime"
+    skipped = _not_applicable(item)
+    if skipped:
+        return skipped
+    if not item or item.get("skipped"):
+        return _outcome("SKIPPED", _why_not(item, "the GPU container"), evidence=evidence)
+    if item.get("missing"):
+        return _outcome("ERROR", "containerd's ctr is not installed on the node (the k8s_node stage installs "
+                        "containerd)", None, gate, "tool_missing", evidence)  # fmt: skip
+    if item.get("step") == "pull":
+        why = _why_not(item, "pulling the container image")
+        return _outcome("ERROR", why, None, gate, "container_image_unavailable", evidence)
+    listed = nvidia_smi.parse_gpu_list(_text(item) or "")
+    uuids = [g["uuid"] for g in listed["gpus"]]
+    value = {"gpus": len(uuids), "uuids": uuids}
+    if item.get("rc") != 0:
+        said = container_toolkit.runtime_error(f"{item.get('stdout') or ''}\n{item.get('stderr') or ''}")
+        reason = f"the GPU container exited with {item.get('rc')}: {said or 'no message'}"
+        return _outcome("FAIL", reason, value, gate, "container_gpu_runtime", evidence)
+    query = state["gpu"]["query"] or {}
+    host = [d.get("uuid") for d in query.get("devices", []) if d.get("uuid")]
+    unseen = [u for u in host if u not in uuids]
+    if len(uuids) < expected or unseen:
+        more = f" (missing {', '.join(unseen)})" if unseen else ""
+        return _outcome("FAIL", f"a container saw {len(uuids)} GPU(s), the profile has {expected}{more}", value,
+                        gate, "container_gpus_missing", evidence)  # fmt: skip
+    return _outcome(
+        "PASS", f"a container through the nvidia runtime saw {len(uuids)} GPU(s)", value, gate, evidence=evidence
+    )
+
+
 _PORT_FAULTS = {
     "active_ports_low": "port_down",
     "port_down": "port_down",
@@ -1139,6 +1248,8 @@ CHECKS = {
     "inventory.vbios": ("GPU VBIOS versions", _gpus, check_inventory_vbios, True),
     "inventory.hca_firmware": ("RDMA adapter firmware", _ports, check_inventory_hca_firmware, True),
     "nccl.single_node": ("NCCL all_reduce bus bandwidth, one node", _nccl, check_nccl_single_node, _has_nccl_gate),
+    "cuda.runtime": ("A CUDA kernel on every GPU", _gpus, check_cuda_runtime, True),
+    "container.gpus": ("Every GPU in a container", _gpus, check_container_gpus, True),
 }
 
 
@@ -1241,7 +1352,11 @@ def node_results(node, hardware, evidence, required=None, optional=(), rack=None
     state = read_state(evidence)
     gate_values, gate_sources = gates(hardware)
     must = set(required_checks(hardware, required, optional))
-    checks = [_finish(i, _judge(i, state, hardware, gate_values), i in must) for i in CHECKS]
+    checks = []
+    for check_id in CHECKS:
+        outcome = _judge(check_id, state, hardware, gate_values)
+        # A check that cannot apply to this node (its kernel is its container host's) is not required of it.
+        checks.append(_finish(check_id, outcome, check_id in must and not outcome.pop("not_applicable", False)))
     counts = {s: sum(1 for c in checks if c["status"] == s) for s in STATUSES}
     result = verdict(checks)
     return {

@@ -28,4 +28,6 @@ FILES = {
     "nccl-tests-results.json": NCCL_RESULTS,
     "perfquery.json": "perfquery -x -C <adapter> -P <port> of every active InfiniBand port, read twice",
     "dcgm-diag.json": "dcgmi diag -r <level> -j, where DCGM is installed",
+    "cuda-check.txt": "the CUDA check program (roles/_common/files/cuda_check.cu) built with nvcc and run",
+    "container-gpus.txt": "nvidia-smi -L in a container through containerd's nvidia runtime (ctr run)",
 }

@@ -101,6 +101,23 @@ SOURCES = {
         "thermal violations: 'Verify that the cooling on this machine is functional'. In nccl-tests#264 every GPU "
         "failed the GPU Memory test with 'Error using CUDA API cuInit' while nvidia-fabricmanager was not running."
     ),
+    "cuda_runtime_errors": (
+        "NVIDIA, CUDA Runtime API, Data types, enum cudaError "
+        "(https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html): cudaErrorInsufficientDriver (35) "
+        "'the installed NVIDIA CUDA driver is older than the CUDA runtime library ... Users should install an updated "
+        "NVIDIA display driver'; cudaErrorNoDevice (100); cudaErrorDevicesUnavailable (46) 'all CUDA devices are busy "
+        "or unavailable at the current time' (exclusive compute mode, or another process); cudaErrorECCUncorrectable "
+        "(214); cudaErrorSystemNotReady (802) 'the system is not yet ready to start any CUDA work ... verify ... all "
+        "required driver daemons are actively running'; cudaErrorSystemDriverMismatch (803) 'a mismatch between the "
+        "versions of the display driver and the CUDA driver'."
+    ),
+    "nvidia_container_toolkit": (
+        "NVIDIA Container Toolkit documentation, Installing the NVIDIA Container Toolkit, 'Configuring containerd' "
+        "(https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html): "
+        "'sudo nvidia-ctk runtime configure --runtime=containerd' then 'sudo systemctl restart containerd'; "
+        "Troubleshooting (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/troubleshooting.html)"
+        " for nvidia-container-cli's initialization errors."
+    ),
     "ofa_error_counters": (
         "OpenFabrics Alliance wiki, Overview of Error Counters, "
         "https://www.openfabrics.org/mediawiki/index.php/Overview_of_Error_Counters: LinkDowned 'Usually associated "
@@ -289,6 +306,69 @@ FAULTS = {
         "CUDA could not run DCGM's test",
     ),
     "dcgm_failed": _fault("high", RERUN, "dcgm_diag_outputs", "a DCGM diagnostic test failed"),
+    # CUDA
+    "cuda_toolkit_missing": _fault(
+        "high",
+        "Run the cuda_toolkit stage on the node (it installs the toolkit under /usr/local/cuda), then rerun.",
+        "cuda_runtime_errors",
+        "no CUDA toolkit to build the check",
+    ),
+    "cuda_toolkit_broken": _fault(
+        "high",
+        "Rerun the cuda_toolkit stage: its verification compiles the same program and shows the compiler's error.",
+        "cuda_runtime_errors",
+        "the CUDA toolkit cannot build a program",
+    ),
+    "cuda_driver_too_old": _fault(
+        "high",
+        "Install a driver that supports the toolkit's CUDA version (the nvidia_driver stage's branch), or a toolkit "
+        "the driver supports (cuda_toolkit_versions), then rerun.",
+        "cuda_runtime_errors",
+        "driver older than the CUDA runtime",
+    ),
+    "cuda_no_device": _fault(
+        "critical",
+        "Check that nvidia-smi lists the GPUs and the driver is loaded (this report's GPU and driver checks); reboot; "
+        "if CUDA still finds none, drain the node and reseat or replace the GPUs.",
+        "cuda_runtime_errors",
+        "CUDA finds no GPU",
+    ),
+    "cuda_device_busy": _fault(
+        "medium",
+        "Set the default compute mode (nvidia-smi -c DEFAULT) and stop the processes holding the GPUs "
+        "(nvidia-smi --query-compute-apps=pid,name --format=csv), then rerun.",
+        "cuda_runtime_errors",
+        "GPU busy or in exclusive compute mode",
+    ),
+    "cuda_failed": _fault(
+        "high",
+        "Read CUDA's error in the evidence; reset the GPU named (nvidia-smi -r -i <index>) with no process on it, or "
+        "reboot, and rerun; drain and RMA a GPU that fails again.",
+        "cuda_runtime_errors",
+        "a CUDA kernel failed",
+    ),
+    # The container path
+    "container_image_unavailable": _fault(
+        "low",
+        "Make the image reachable (mirror it for an air-gapped site and set acceptance_container_image to the copy), "
+        "then rerun.",
+        "nvidia_container_toolkit",
+        "the GPU container's image could not be pulled",
+    ),
+    "container_gpu_runtime": _fault(
+        "high",
+        "Rerun the nvidia_container_toolkit stage (it configures containerd's nvidia runtime and checks it); read the "
+        "runtime's error in the evidence (nvidia-container-cli: a driver not loaded, a library missing).",
+        "nvidia_container_toolkit",
+        "a GPU container could not start",
+    ),
+    "container_gpus_missing": _fault(
+        "high",
+        "Rerun the nvidia_container_toolkit stage and compare its CDI spec (nvidia-ctk cdi list) with nvidia-smi -L; "
+        "regenerate the spec after a GPU or driver change (nvidia-ctk cdi generate).",
+        "nvidia_container_toolkit",
+        "a container sees fewer GPUs than the node",
+    ),
     # Kernel log
     "kernel_log_unreadable": _fault("low", RERUN, "nvidia_smi_manual", "kernel log unreadable"),
     # Fabric

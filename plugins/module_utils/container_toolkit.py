@@ -316,3 +316,22 @@ def cdi_regenerate_reason(record, spec_sha256, driver_version, gpus, toolkit_ver
     if record.get("toolkit_version") != toolkit_version:
         return f"the toolkit changed from {record.get('toolkit_version')} to {toolkit_version}"
     return None
+
+
+# The GPU runtime's own words inside a container runtime's error: nvidia-container-cli's (after runc's "stderr: "),
+# the CDI injection's, or NVML's as nvidia-smi prints them in the container.
+_RUNTIME_ERROR = re.compile(
+    r"(nvidia-container-cli: .{1,300}|unresolvable CDI devices .{1,200}|could not select device driver .{1,200}|"
+    r"Failed to initialize NVML: .{1,200})$"
+)
+
+
+def runtime_error(text):
+    """The line that says why a GPU container did not start or saw no GPU, from a container runtime's output (ctr,
+    docker, podman): the NVIDIA part where there is one, else the last line; None for no output."""
+    lines = [line.strip() for line in parsing.bounded(text)[0].splitlines() if line.strip()]
+    for line in reversed(lines):
+        found = _RUNTIME_ERROR.search(line)
+        if found:
+            return found.group(1)
+    return lines[-1][-300:] if lines else None

@@ -323,6 +323,44 @@ def parse_needed(text):
     return _NEEDED.findall(parsing.bounded(text)[0])
 
 
+_CHECK_DEVICE = re.compile(
+    r"device ([0-9]{1,4}) ([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}) (?:failed: (.{0,300}?), last value -?[0-9]{1,11}|"
+    r"(.{0,200}) kernel ok)$"
+)
+_CHECK_SUMMARY = re.compile(
+    r"devices ([0-9]{1,4}) runtime ([0-9]{1,9}) driver ([0-9]{1,9}) (?:kernel ok|failed [0-9]{1,4})$"
+)
+# A failure as the check program prints it ("cudaGetDeviceCount: <error string>"), as the CUDA samples do
+# ("-> <error string>" under "cudaGetDeviceCount returned 35"; helper_cuda.h's "code=100(cudaErrorNoDevice)"), and
+# as a "Check failed: e == cudaSuccess (803 vs. 0) : <error string>" assertion does.
+_CHECK_ERROR = re.compile(
+    r"(?:cudaGetDeviceCount|cudaMalloc/cudaMemcpy|kernel): (?P<ours>.{1,300})$|^-> (?P<sample>.{1,300})$|"
+    r"code=[0-9]{1,4}\((?P<name>cudaError[A-Za-z]{1,60})\)|Check failed: .{0,200}?\) : (?P<check>.{1,300})$"
+)
+
+
+def parse_check_output(text):
+    """What the CUDA check program (roles/_common/files/cuda_check.cu) printed: {devices, runtime, driver (CUDA
+    versions as numbers, 12040 for 12.4), ok [{device, pci, name}], failed [{device, pci, error}], errors (CUDA's
+    error strings of the failures that stopped it, in order)}. devices is None when no summary line was printed."""
+    result = {"devices": None, "runtime": None, "driver": None, "ok": [], "failed": [], "errors": []}
+    for line in parsing.bounded(text)[0].splitlines():
+        line = line.strip()
+        device = _CHECK_DEVICE.match(line)
+        summary = _CHECK_SUMMARY.match(line)
+        error = _CHECK_ERROR.search(line)
+        if device and device.group(3) is not None:
+            result["failed"].append({"device": int(device.group(1)), "pci": device.group(2), "error": device.group(3)})
+            result["errors"].append(device.group(3))
+        elif device:
+            result["ok"].append({"device": int(device.group(1)), "pci": device.group(2), "name": device.group(4)})
+        elif summary:
+            result.update(devices=int(summary.group(1)), runtime=int(summary.group(2)), driver=int(summary.group(3)))
+        elif error:
+            result["errors"].append(next(v for v in error.groupdict().values() if v).strip())
+    return result
+
+
 def input_problems(source, versions, default, driver_branch):
     """Problems with the role's variables alone, each naming the variable, the value and the fix."""
     problems = []

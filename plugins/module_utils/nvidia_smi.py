@@ -474,6 +474,32 @@ def parse_nvlink_status(text):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# nvidia-smi -L
+
+_LIST_GPU = re.compile(r"GPU ([0-9]{1,4}): (.{0,200}?)(?: \(UUID: ([^)\s]{1,100})\))?$")
+_LIST_MIG = re.compile(r"MIG (\S{1,40})\s+Device\s+([0-9]{1,4}): \(UUID: ([^)\s]{1,100})\)$")
+
+
+def parse_gpu_list(text):
+    """{gpus, mig, other} from nvidia-smi -L: gpus [{index, name, uuid}], mig [{gpu, profile, device, uuid}] (under
+    the GPU listed before them), other: the lines that are neither, stripped (NVML's errors: "Failed to initialize
+    NVML: Unknown Error", "No devices were found")."""
+    gpus, mig, other = [], [], []
+    for line in parsing.bounded(text)[0].splitlines():
+        stripped = line.strip()
+        gpu = _LIST_GPU.match(stripped)
+        instance = _LIST_MIG.match(stripped)
+        if gpu:
+            gpus.append({"index": int(gpu.group(1)), "name": gpu.group(2).strip(), "uuid": gpu.group(3)})
+        elif instance and gpus:
+            mig.append({"gpu": gpus[-1]["index"], "profile": instance.group(1), "device": int(instance.group(2)),
+                        "uuid": instance.group(3)})  # fmt: skip
+        elif stripped:
+            other.append(stripped)
+    return {"gpus": gpus, "mig": mig, "other": other}
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # health findings
 
 

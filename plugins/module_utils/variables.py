@@ -394,6 +394,13 @@ VARIABLES = {
     "acceptance_counter_interval": Rule(
         _scalar(integer(1, 600)), "the seconds between the two reads of the port counters, 1 to 600, e.g. 10"
     ),
+    "acceptance_cuda_root": Rule(
+        _scalar(absolute_path), "the CUDA root whose bin/nvcc builds the check, e.g. /usr/local/cuda"
+    ),
+    "acceptance_container_image": Rule(
+        _scalar(lambda v: None if v == "" else image(v)),
+        'an image with nvidia-smi, e.g. nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04, or "" not to run the container',
+    ),
     "acceptance_results_dir": Rule(
         _scalar(lambda v: None if v == "" else controller_dir(v)),
         'an absolute directory on the controller, e.g. /srv/gpuops/reports, or "" for reports/ beside the inventory',

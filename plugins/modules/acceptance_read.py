@@ -23,6 +23,11 @@ description:
     extended counters, which do not saturate), before and after the kernel log, package and DCGM reads, at least
     O(counter_interval) seconds apart, so that a counter rising now can be told from one that rose before the
     counters were last cleared.
+  - Where the node runs its own kernel, two checks run between the counter reads - the CUDA check program
+    (O(cuda_source)) compiled with O(cuda_root)'s C(nvcc) in a temporary directory and run (a kernel round trip on
+    every GPU), and a GPU container through containerd's nvidia runtime (O(container_image), pulled into containerd's
+    C(gpuops) namespace where it is not there yet) that lists the GPUs it sees (C(nvidia-smi -L)). In a container,
+    whose kernel and GPUs are its host's, neither runs and each item says why.
   - A tool that is missing or fails is recorded as such; the module itself fails only on bad options. Judging is the
     controller's (C(gpuops.bringup.acceptance_results)), from this evidence alone.
   - Changes nothing.
@@ -52,6 +57,20 @@ options:
         reads did not take.
     type: int
     default: 10
+  cuda_source:
+    description: The CUDA check program's text (the collection's C(roles/_common/files/cuda_check.cu)); empty skips it.
+    type: str
+    default: ""
+  cuda_root:
+    description: The CUDA root whose C(bin/nvcc) compiles the check program.
+    type: path
+    default: /usr/local/cuda
+  container_image:
+    description:
+      - The image the GPU container runs, with C(nvidia-smi) on its path (the NVIDIA CUDA base images); empty skips
+        the container check. An air-gapped site names its mirror's copy.
+    type: str
+    default: ""
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpuops.bringup.attributes
@@ -78,12 +97,13 @@ evidence:
     One item per evidence file name (C(nvidia-smi-query.xml), C(nvidia-smi-topo.txt), C(nvidia-smi-nvlink.txt),
     C(lspci.txt), C(sysfs-pci.json), C(ibstat.txt), C(sysfs-infiniband.json), C(kernel-log.txt), C(dkms-status.txt),
     C(driver-files.json), C(systemd-units.txt), C(packages.txt), C(dmidecode.txt), C(nccl-tests-results.json),
-    C(perfquery.json), C(dcgm-diag.json)). A
+    C(perfquery.json), C(dcgm-diag.json), C(cuda-check.txt), C(container-gpus.txt)). A
     command's item has C(cmd), C(rc), C(stdout), C(stderr) and C(truncated); a missing tool's C(tool) and
     C(missing=true); one not run C(skipped) (why). C(kernel-log.txt) also has C(source) (journal or dmesg) and
     C(fallback) (why the journal was not used). Snapshots are JSON text in C(stdout) with C(rc) 0;
     C(perfquery.json)'s is C(interval_s) (seconds between the reads) and C(samples), two mappings of C(<adapter>/<port>)
-    to that read's command item.
+    to that read's command item. C(cuda-check.txt) also has C(step) (the step that failed, null when the program ran
+    to its end); an item not run because the node's kernel is its container host's has C(container=true).
   returned: always
   type: dict
 simulated:
@@ -100,13 +120,14 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import (
     acceptance_evidence,
+    cuda_program,
     infiniband,
     osinfo,
     pci,
     simulation,
     xid,
 )
-from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
+from ansible_collections.gpuops.bringup.plugins.module_utils.command import C_LOCALE, ToolRunner
 from ansible_collections.gpuops.bringup.plugins.module_utils.rooted import RecordingReader
 
 ANY_RC = infiniband.AnyReturnCode()
@@ -199,6 +220,66 @@ def packages(collector):
     return collector.run("rpm", osinfo.RPM_QUERY_ARGS) if found.get("missing") else found
 
 
+def own_kernel():
+    """False in a container: it never shares its host's initial PID namespace (os_facts' test)."""
+    try:
+        return osinfo.in_initial_pid_namespace(os.readlink("/proc/self/ns/pid"))
+    except OSError:
+        return False
+
+
+IN_CONTAINER = {
+    "skipped": "this node's kernel is its container host's: CUDA and a GPU container would reach the host's GPUs, "
+    "not this node's",
+    "container": True,
+}
+
+
+def cuda_check(collector, root, source):
+    """The CUDA check program compiled with root's nvcc and run: the run's item, or the step that failed."""
+    if not source:
+        return {"skipped": "no cuda_source given"}
+
+    def run_command(argv, cwd):
+        return collector.module.run_command(argv, environ_update=C_LOCALE, cwd=cwd, errors="replace")
+
+    try:
+        result = cuda_program.compile_and_run(run_command, root, source, run=True, inspect=False)
+    except cuda_program.StepFailed as failed:
+        # The program's own exit status and output are the evidence, not a failure of this module.
+        out, cut_out = collector._cap(failed.stdout)
+        err, cut_err = collector._cap(failed.stderr)
+        return {"cmd": failed.argv, "rc": failed.rc, "stdout": out, "stderr": err, "truncated": cut_out or cut_err,
+                "step": failed.step, "message": failed.message}  # fmt: skip
+    out, cut = collector._cap(result["output"])
+    return {"cmd": ["cuda_check"], "rc": 0, "stdout": out, "stderr": "", "truncated": cut, "step": None,
+            "nvcc": result["nvcc"]}  # fmt: skip
+
+
+CONTAINER_NAMESPACE = "gpuops"
+CONTAINER_NAME = "gpuops-acceptance-gpus"
+
+
+def container_gpus(collector, image):
+    """nvidia-smi -L in a container started through containerd's nvidia runtime (runc with
+    nvidia-container-runtime as its binary), the image pulled first where containerd lacks it."""
+    if not image:
+        return {"skipped": "no container_image given"}
+    ctr = ("ctr", "-n", CONTAINER_NAMESPACE)
+    present = collector.run(ctr[0], [*ctr[1:], "image", "check", f"name=={image}"])
+    if present.get("missing"):
+        return present
+    if image not in (present.get("stdout") or ""):
+        pulled = collector.run(ctr[0], [*ctr[1:], "image", "pull", image], keep_end=True)
+        if pulled.get("rc") != 0:
+            return {**pulled, "step": "pull"}
+    # The image's CUDA requirement is not what is checked here, so it is waived.
+    ran = collector.run(ctr[0], [*ctr[1:], "run", "--rm", "--runc-binary", "/usr/bin/nvidia-container-runtime",
+                                 "--env", "NVIDIA_VISIBLE_DEVICES=all", "--env", "NVIDIA_DISABLE_REQUIRE=1", image,
+                                 CONTAINER_NAME, "nvidia-smi", "-L"])  # fmt: skip
+    return {**ran, "step": "run"}
+
+
 def gather(module):
     collector = Collector(module)
     evidence = {}
@@ -232,6 +313,10 @@ def gather(module):
     evidence["dcgm-diag.json"] = (
         collector.run("dcgmi", ["diag", "-r", str(level), "-j"]) if level else {"skipped": "dcgm_level is 0"}
     )
+    live = own_kernel()
+    p = module.params
+    evidence["cuda-check.txt"] = cuda_check(collector, p["cuda_root"], p["cuda_source"]) if live else IN_CONTAINER
+    evidence["container-gpus.txt"] = container_gpus(collector, p["container_image"]) if live else IN_CONTAINER
     # Nothing to wait for where perfquery is missing.
     if any("rc" in item for item in first.values()):
         time.sleep(max(0.0, module.params["counter_interval"] - (time.monotonic() - started)))
@@ -247,6 +332,9 @@ def main():
             "max_bytes": {"type": "int", "default": 16 * 1024 * 1024},
             "counter_interval": {"type": "int", "default": 10},
             "dcgm_level": {"type": "int", "default": 1, "choices": [0, 1, 2]},
+            "cuda_source": {"type": "str", "default": ""},
+            "cuda_root": {"type": "path", "default": "/usr/local/cuda"},
+            "container_image": {"type": "str", "default": ""},
         },
         supports_check_mode=True,
     )

@@ -72,50 +72,23 @@ output:
   type: str
 """
 
-import os
-import shutil
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit
+from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_program
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import C_LOCALE
 
 
 def check(module, root, source, run):
-    nvcc = os.path.join(root, "bin", "nvcc")
-    if not os.access(nvcc, os.X_OK):
-        module.fail_json(msg=f"{nvcc} is missing or not executable: {root} is not a CUDA root with bin/nvcc")
-    out = _run(module, [nvcc, "--version"], "nvcc --version")
-    version = cuda_toolkit.parse_nvcc_version(out)
-    if version is None:
-        module.fail_json(msg=f"{nvcc} --version printed no CUDA release: {out.strip()[-300:]}")
-    work = tempfile.mkdtemp(prefix="gpuops-cuda-check.")
+    def run_command(argv, cwd):
+        return module.run_command(argv, environ_update=C_LOCALE, cwd=cwd)
+
     try:
-        program = os.path.join(work, "cuda_check")
-        with open(program + ".cu", "w", encoding="utf-8") as handle:
-            handle.write(source)
-        _run(module, [nvcc, "-cudart", "shared", "-o", program, program + ".cu"], "compiling and linking", cwd=work)
-        needed = cuda_toolkit.parse_needed(_run(module, ["readelf", "-d", program], "readelf -d"))
-        resolved = cuda_toolkit.parse_ldd(_run(module, ["ldd", program], "ldd"))
-        output = _run(module, [program], "running the program") if run else ""
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return {
-        "changed": False,
-        "nvcc": version,
-        "libraries": {"needed": needed, "resolved": resolved},
-        "ran": run,
-        "output": output,
-    }
-
-
-def _run(module, argv, what, cwd=None):
-    rc, out, err = module.run_command(argv, environ_update=C_LOCALE, cwd=cwd)
-    if rc != 0:
-        module.fail_json(msg=f"{what} failed (exit {rc}): {(err or out).strip()[-1500:]}", cmd=argv, rc=rc,
-                         stdout=out, stderr=err)  # fmt: skip
-    return out
+        result = cuda_program.compile_and_run(run_command, root, source, run)
+    except cuda_program.StepFailed as failed:
+        # A command that exited non-zero is returned with its output; a missing nvcc or unreadable version is not.
+        output = {"cmd": failed.argv, "rc": failed.rc, "stdout": failed.stdout, "stderr": failed.stderr}
+        module.fail_json(msg=failed.message, **(output if failed.rc else {}))
+    return {"changed": False, **result}
 
 
 def main():

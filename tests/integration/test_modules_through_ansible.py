@@ -29,6 +29,9 @@ PERFQUERY = FIXTURES / "infiniband" / "perfquery" / "treydock-hca-edr-lid133.txt
 A10G = (SMI / "a10g-515.xml").read_bytes()
 NCCL_OK = FIXTURES / "nccl" / "nccl-tests-290-all_reduce-h100-8gpu-single-node.txt"
 NCCL_CUDA_ERROR = FIXTURES / "nccl" / "nccl-tests-124-all_reduce-rtx3090-unhandled-cuda-error.txt"
+IMAGE = "nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04"
+# The first two lines of nvcc --version of Debian 13's nvidia-cuda-toolkit (test_cuda_toolkit.py's capture).
+NVCC_12_4 = b"nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 12.4, V12.4.131\n"
 PERFTEST = "-d mlx5_0 -D 5 -s 65536 -p 18515 -F --report_gbits 10.0.0.2"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CRASHED = ("Task failed: Module failed", "MODULE FAILURE", "Module result deserialization failed")
@@ -326,6 +329,38 @@ CASES = {
                 r["evidence"]["nvidia-smi-query.xml"]["truncated"] is True
                 and len(r["evidence"]["nvidia-smi-query.xml"]["stdout"]) == 4096
                 and r["evidence"]["kernel-log.txt"]["rc"] == 1
+            )
+        ),
+    ),
+    # Where the machine running the tests has its own kernel (a VM) the CUDA check and the GPU container run: the
+    # replayed nvcc has no capture of a compile (so that step fails, as data) and ctr lists the node's GPUs; in a
+    # container both say why they did not run.
+    "acceptance_cuda_and_container": (
+        "acceptance_read",
+        {"cuda_source": "int main() { return 0; }", "cuda_root": "{case}", "container_image": IMAGE, "dcgm_level": 0},
+        {
+            "nvcc": {"--version": NVCC_12_4},
+            "ctr": {
+                f"-n gpuops image check name=={IMAGE}": f"REF TYPE DIGEST STATUS SIZE UNPACKED\n{IMAGE} x\n".encode(),
+                f"-n gpuops run --rm --runc-binary /usr/bin/nvidia-container-runtime --env NVIDIA_VISIBLE_DEVICES=all "
+                f"--env NVIDIA_DISABLE_REQUIRE=1 {IMAGE} gpuops-acceptance-gpus nvidia-smi -L": FIXTURES
+                / "container"
+                / "nvidia-smi-L-h100-x8.derived.txt",
+            },
+        },
+        ok(
+            lambda r: (
+                (
+                    r["evidence"]["cuda-check.txt"].get("container") is True
+                    and r["evidence"]["container-gpus.txt"].get("container") is True
+                )
+                or (
+                    r["evidence"]["cuda-check.txt"]["step"] == "compiling and linking"
+                    and "no capture for" in r["evidence"]["cuda-check.txt"]["stderr"]
+                    and r["evidence"]["container-gpus.txt"]["rc"] == 0
+                    and r["evidence"]["container-gpus.txt"]["step"] == "run"
+                    and r["evidence"]["container-gpus.txt"]["stdout"].startswith("GPU 0: NVIDIA H100")
+                )
             )
         ),
     ),

@@ -39,6 +39,8 @@ BAD = {
     "acceptance_fail_unaccepted": BOOL,
     "acceptance_dcgm_level": [(3, "out of range: from 0 to 2")],
     "acceptance_counter_interval": [(0, "out of range: from 1 to 600"), (601, "out of range: from 1 to 600")],
+    "acceptance_cuda_root": [("usr/local/cuda", "not an absolute path"), ("/usr/local/cuda; x", "not an absolute")],
+    "acceptance_container_image": [("nvcr.io/nvidia/cuda:12.2.2 --privileged", "not an image reference")],
     "acceptance_results_dir": [("reports", "not an absolute path"), ("/srv/r\nx", "not an absolute")],
     "acceptance_run_id": [("../20261205T091500Z", "not a run id"), ("a b", "not a run id")],
     "cuda_toolkit_cuda_repo_key_fingerprint": [("EB69 3B30\n35CD", "not an OpenPGP fingerprint")],

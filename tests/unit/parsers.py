@@ -274,6 +274,28 @@ PARSERS = [
         ),
     ),
     Parser(
+        "nvidia_smi.parse_gpu_list",
+        nvidia_smi.parse_gpu_list,
+        ("container/nvidia-smi-L-*",),
+        hostile=(("GPU 0: ", "x", " (UUID: GPU-1)"), ("GPU 0: a\n", "  MIG 1g.5gb  Device  0: (UUID: M)\n", "")),
+    ),
+    Parser(
+        "container_toolkit.runtime_error",
+        container_toolkit.runtime_error,
+        ("container/*.stderr.txt",),
+        hostile=(("", "nvidia-container-cli: ", "x"), ("", "x ", "\n")),
+    ),
+    Parser(
+        "cuda_toolkit.parse_check_output",
+        cuda_toolkit.parse_check_output,
+        ("cuda/*.txt",),
+        hostile=(
+            ("", "device 0 0000:18:00 failed: x", ", last value 0"),
+            ("Check failed: (", "(", ") : x"),
+            ("", "code=1(cudaError", "x)"),
+        ),
+    ),
+    Parser(
         "dcgm.parse_diag",
         dcgm.parse_diag,
         ("dcgm/*",),

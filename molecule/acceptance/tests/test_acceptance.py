@@ -20,11 +20,14 @@ CHECKS = (
     "gpu.count", "gpu.model", "gpu.pcie", "gpu.ecc", "gpu.memory", "gpu.recovery", "gpu.nvlink", "gpu.fabric",
     "gpu.clocks", "gpu.xid", "gpu.dcgm", "driver.version", "driver.persistence", "driver.fabric_manager",
     "fabric.ports", "fabric.counters", "inventory.vbios", "inventory.hca_firmware", "nccl.single_node",
+    "cuda.runtime", "container.gpus",
 )  # fmt: skip
+# A container's kernel is its host's: the CUDA check and the GPU container do not apply to a simulated node.
+NOT_APPLICABLE = ("cuda.runtime", "container.gpus")
 # A healthy simulated H100 node: fabric manager installed and enabled cannot start without an NVIDIA module in the
 # container's kernel (WARN); the nccl_tests stage did not run here (SKIPPED, not required by converge.yml); no
 # stage installs DCGM (SKIPPED, not required by default).
-H100 = dict.fromkeys(CHECKS, "PASS") | {
+H100 = dict.fromkeys(CHECKS, "PASS") | dict.fromkeys(NOT_APPLICABLE, "SKIPPED") | {
     "driver.fabric_manager": "WARN", "nccl.single_node": "SKIPPED", "gpu.dcgm": "SKIPPED"}  # fmt: skip
 # The nodes with a hardware fault have no driver installed (prepare): the capture's driver answers, none is installed.
 BARE = H100 | {"driver.version": "ERROR", "driver.fabric_manager": "FAIL"}
@@ -51,7 +54,8 @@ EXPECTED = {
             "fabric.counters": "SKIPPED",
             "gpu.dcgm": "SKIPPED",
             "nccl.single_node": "SKIPPED",
-        },
+        }
+        | dict.fromkeys(NOT_APPLICABLE, "SKIPPED"),
     ),
     "h100-gpu-missing": ("rejected", BARE | {"gpu.count": "FAIL"}),
     "h100-xid79": ("rejected", BARE | {"gpu.xid": "FAIL"}),
@@ -128,6 +132,11 @@ def test_the_faults_carry_their_reasons_and_actions() -> None:
     assert checks["h100-vbios-mix"]["inventory.vbios"]["reason"] == (
         "the GPUs run 2 VBIOS versions: 96.00.74.00.01, 96.00.89.00.01"
     )
+    for name in EXPECTED:
+        for check_id in NOT_APPLICABLE:
+            found = checks[name][check_id]
+            assert found["required"] is False, found
+            assert found["reason"].startswith("not applicable: this node's kernel is its container host's"), found
     no_driver = checks["h100-no-driver"]["gpu.count"]["reason"]
     assert no_driver.startswith("nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA")
     assert checks["h100-no-driver"]["gpu.count"]["value"] == {"gpus_on_pci_bus": 8}

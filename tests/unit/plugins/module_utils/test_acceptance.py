@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_faults
 
 ROOT = Path(__file__).resolve().parents[4]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -40,6 +40,13 @@ PERFQUERY_SYMBOL_ERRORS = "infiniband/perfquery/treydock-hca-edr-lid133-symbol-e
 PERFQUERY_SWITCH_ERRORS = "infiniband/perfquery/treydock-switch-edr-lid2052-errors.txt"
 
 
+# acceptance_read's items of the CUDA check (capture, exit status, the step that failed) and of the GPU container
+# (capture, exit status): both derived from the H100 capture, as the program and nvidia-smi -L print.
+CUDA_HEALTHY = ("cuda/cuda-check-h100-x8.derived.txt", 0, None)
+CONTAINER_HEALTHY = ("container/nvidia-smi-L-h100-x8.derived.txt", 0)
+IN_CONTAINER = {"skipped": "this node's kernel is its container host's", "container": True}
+
+
 def perfquery(reads):
     """One read of every port: a capture for all of them, or {port: capture or evidence item}."""
     reads = reads if isinstance(reads, dict) else dict.fromkeys(IB_PORTS, reads)
@@ -62,6 +69,8 @@ def evidence(
     counters=(PERFQUERY_HEALTHY, PERFQUERY_HEALTHY),
     interval=10.0,
     dcgm=("dcgm/dcgm-jsonresulttests-r1-8gpu-3.1.0.txt", 0),
+    cuda=CUDA_HEALTHY,
+    container=CONTAINER_HEALTHY,
 ):
     """A node's acceptance_read evidence: by default the healthy simulated H100 node with driver 565.57.01 (the
     counters: each InfiniBand port read twice, both reads given as (first, second) evidence items or captures)."""
@@ -88,6 +97,10 @@ def evidence(
         "nccl-tests-results.json": run(json.dumps(nccl)) if nccl is not None else {"path": "x", "missing": True},
         "perfquery.json": run(json.dumps({"interval_s": interval, "samples": [perfquery(c) for c in counters]})),
         "dcgm-diag.json": run(fixture(dcgm[0]), dcgm[1]) if isinstance(dcgm, tuple) else dcgm,
+        "cuda-check.txt": {**run(fixture(cuda[0]), cuda[1]), "step": cuda[2]} if isinstance(cuda, tuple) else cuda,
+        "container-gpus.txt": (
+            {**run(fixture(container[0]), container[1]), "step": "run"} if isinstance(container, tuple) else container
+        ),
     }
     return items
 
@@ -108,8 +121,8 @@ def test_a_healthy_h100_node_is_accepted_with_every_check_passed():
     result = judge()
     assert statuses(result) == dict.fromkeys(acceptance.CHECKS, "PASS") | {"nccl.single_node": "SKIPPED"}
     assert result["verdict"] == "accepted" and result["accepted"] is True
-    assert result["counts"] == {"PASS": 18, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
-    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (18 PASS, 1 SKIPPED)"
+    assert result["counts"] == {"PASS": 20, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
+    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (20 PASS, 1 SKIPPED)"
     assert result["gates"]["nccl_all_reduce_busbw_gbps"]["value"] == 460.0
 
 
@@ -509,6 +522,138 @@ def test_dcgm_failing_without_output_is_an_error():
     assert (
         found["reason"] == "dcgmi diag exited with 255: Error: unable to establish a connection to the specified host"
     )
+
+
+@pytest.mark.parametrize(
+    ("capture", "fault", "reason"),
+    [
+        ("devicequery-35-insufficient-driver.txt", "cuda_driver_too_old",
+         "CUDA failed: CUDA driver version is insufficient for CUDA runtime version"),
+        ("cuda-check-803-unsupported-driver.txt", "driver_mismatch",
+         "CUDA failed: system has unsupported display driver / cuda driver combination"),
+        ("bandwidthtest-802-system-not-initialized.txt", "fabricmanager_stopped",
+         "CUDA failed: system not yet initialized"),
+        ("matrixmul-100-no-device.txt", "cuda_no_device", "CUDA failed: cudaErrorNoDevice"),
+        ("devicequery-999-unknown-error.txt", "cuda_failed", "CUDA failed: unknown error"),
+    ],
+)  # fmt: skip
+def test_a_cuda_failure_fails_with_the_fault_its_error_points_at(capture, fault, reason):
+    found = check(judge(cuda=(f"cuda/{capture}", 1, "running the program")), "cuda.runtime")
+    assert (found["status"], found["fault"], found["reason"], found["required"]) == ("FAIL", fault, reason, True)
+    assert found["action"] == acceptance_faults.FAULTS[fault]["action"]
+
+
+def test_one_gpu_failing_its_kernel_names_the_gpu():
+    text = (
+        fixture(CUDA_HEALTHY[0])
+        .replace(
+            "device 3 0000:5d:00 NVIDIA H100 80GB HBM3 kernel ok",
+            "device 3 0000:5d:00 failed: uncorrectable ECC error encountered, last value 0",
+        )
+        .replace("devices 8 runtime 12040 driver 12070 kernel ok", "devices 8 runtime 12040 driver 12070 failed 1")
+    )
+    found = check(judge(cuda={**run(text, 1), "step": "running the program"}), "cuda.runtime")
+    assert (found["status"], found["fault"]) == ("FAIL", "ecc_uncorrectable")
+    assert found["reason"] == "CUDA failed: device 3 (0000:5d:00): uncorrectable ECC error encountered"
+    assert found["value"] == {"devices": 8, "runtime": 12040, "driver": 12070, "failed": [3]}
+
+
+@pytest.mark.parametrize(
+    ("count", "status"),
+    [(7, "FAIL"), (8, "PASS"), (9, "PASS")],
+)
+def test_cuda_must_see_the_profiles_gpus(count, status):
+    text = fixture(CUDA_HEALTHY[0]).replace("devices 8 ", f"devices {count} ")
+    found = check(judge(cuda={**run(text), "step": None}), "cuda.runtime")
+    assert (found["status"], found["value"]["devices"]) == (status, count)
+    assert found["fault"] == ("gpu_missing" if status == "FAIL" else None)
+
+
+def test_cuda_passes_with_the_versions_it_ran_on():
+    found = check(judge(), "cuda.runtime")
+    assert found["reason"] == "a kernel ran on each of 8 GPU(s) (CUDA runtime 12.4, driver 12.7)"
+    assert found["gate"] == "a kernel round trip on each of 8 GPU(s)"
+
+
+@pytest.mark.parametrize(
+    ("item", "status", "fault", "reason"),
+    [
+        ({"cmd": None, "rc": None, "stdout": "", "stderr": "", "step": "nvcc",
+          "message": "/usr/local/cuda/bin/nvcc is missing or not executable: /usr/local/cuda is not a CUDA root with "
+                     "bin/nvcc"},
+         "ERROR", "cuda_toolkit_missing", "/usr/local/cuda/bin/nvcc is missing or not executable"),
+        ({**run("", 2, "cuda_check.cu(3): error: x"), "step": "compiling and linking",
+          "message": "compiling and linking failed (exit 2): cuda_check.cu(3): error: x"},
+         "FAIL", "cuda_toolkit_broken", "the toolkit could not build the CUDA check: compiling and linking failed"),
+        ({**run("devices 8 runtime 12040 driver 12070"), "step": None},
+         "ERROR", "tool_failed", "the CUDA check printed no summary line"),
+        ({"skipped": "no cuda_source given"}, "SKIPPED", None, "the CUDA check was not run: no cuda_source given"),
+        ({}, "SKIPPED", None, "the CUDA check was not collected"),
+    ],
+)  # fmt: skip
+def test_cuda_check_that_could_not_judge(item, status, fault, reason):
+    found = check(judge(cuda=item), "cuda.runtime")
+    assert (found["status"], found["fault"]) == (status, fault)
+    assert found["reason"].startswith(reason)
+
+
+def test_in_a_container_cuda_and_the_gpu_container_are_not_applicable_nor_required():
+    result = judge(cuda=IN_CONTAINER, container=IN_CONTAINER)
+    for check_id in ("cuda.runtime", "container.gpus"):
+        found = check(result, check_id)
+        assert (found["status"], found["required"]) == ("SKIPPED", False)
+        assert found["reason"] == "not applicable: this node's kernel is its container host's"
+    assert result["verdict"] == "accepted"
+
+
+def test_a_cuda_check_the_node_did_not_run_leaves_it_incomplete():
+    result = judge(cuda={"skipped": "no cuda_source given"})
+    assert (check(result, "cuda.runtime")["required"], result["verdict"]) == (True, "incomplete")
+
+
+@pytest.mark.parametrize(
+    ("capture", "rc", "status", "fault", "reason"),
+    [
+        ("container/nvidia-smi-L-in-container-nvml-unknown-error.txt", 255, "FAIL", "container_gpu_runtime",
+         "the GPU container exited with 255: Failed to initialize NVML: Unknown Error"),
+        ("container/ctr-cgroup-devices-not-found.stderr.txt", 1, "FAIL", "container_gpu_runtime",
+         "the GPU container exited with 1: nvidia-container-cli: container error: cgroup subsystem devices not found"),
+        ("container/nvidia-smi-L-a10-t4-x4-host.txt", 0, "FAIL", "container_gpus_missing",
+         "a container saw 4 GPU(s), the profile has 8 (missing GPU-b42dd28e-ffdd-8720-1df0-98bd8cdc05b1, "),
+        ("container/nvidia-smi-L-h100-x8.derived.txt", 0, "PASS", None,
+         "a container through the nvidia runtime saw 8 GPU(s)"),
+    ],
+)  # fmt: skip
+def test_the_gpu_container(capture, rc, status, fault, reason):
+    text = fixture(capture)
+    item = {**(run("", rc, text) if capture.endswith(".stderr.txt") else run(text, rc)), "step": "run"}
+    found = check(judge(container=item), "container.gpus")
+    assert (found["status"], found["fault"]) == (status, fault)
+    assert found["reason"].startswith(reason)
+
+
+def test_a_container_seeing_other_gpus_than_the_nodes_fails():
+    text = fixture(CONTAINER_HEALTHY[0]).replace("GPU-33135771", "GPU-00000000")
+    found = check(judge(container={**run(text), "step": "run"}), "container.gpus")
+    assert (found["status"], found["fault"]) == ("FAIL", "container_gpus_missing")
+    assert found["reason"] == ("a container saw 8 GPU(s), the profile has 8 (missing "
+                               "GPU-33135771-a848-ece1-b61e-489e221d663c)")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("item", "status", "fault", "reason"),
+    [
+        ({"tool": "ctr", "missing": True}, "ERROR", "tool_missing", "containerd's ctr is not installed"),
+        ({**run("", 1, "ctr: failed to resolve reference"), "step": "pull"}, "ERROR", "container_image_unavailable",
+         "pulling the container image exited with 1: ctr: failed to resolve reference"),
+        ({"skipped": "no container_image given"}, "SKIPPED", None,
+         "the GPU container was not run: no container_image given"),
+    ],
+)  # fmt: skip
+def test_a_gpu_container_that_could_not_run(item, status, fault, reason):
+    found = check(judge(container=item), "container.gpus")
+    assert (found["status"], found["fault"]) == (status, fault)
+    assert found["reason"].startswith(reason)
 
 
 def test_xid_events_take_the_catalogs_severity_and_action():

@@ -14,7 +14,17 @@ import os
 from pathlib import Path
 
 import pytest
-from test_acceptance import H100, L40S, PERFQUERY_HEALTHY, PERFQUERY_SWITCH_ERRORS, PERFQUERY_SYMBOL_ERRORS, evidence
+from test_acceptance import (
+    H100,
+    IN_CONTAINER,
+    L40S,
+    PERFQUERY_HEALTHY,
+    PERFQUERY_SWITCH_ERRORS,
+    PERFQUERY_SYMBOL_ERRORS,
+    evidence,
+    fixture,
+    run,
+)
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance
 
@@ -68,6 +78,8 @@ CASES = {
             "query_rc": 18,
             "log": "xid/dmesg-loading-api-mismatch-570.log",
             "nvml": ("535.309.01",),
+            "cuda": ("cuda/cuda-check-803-unsupported-driver.txt", 1, "running the program"),
+            "container": ("nvidia_smi/driver-library-mismatch.txt", 18),
         },
         None,
         (),
@@ -81,11 +93,30 @@ CASES = {
             "fm_package": None,
             "fm": "inactive",
             "fm_file": "",
+            "cuda": ("cuda/matrixmul-100-no-device.txt", 1, "running the program"),
+            "container": {**run("", 125, fixture("container/docker-nvml-driver-not-loaded.stderr.txt")), "step": "run"},
         },
         None,
         (),
     ),
-    "h100-fabric-manager-stopped": (H100, {"fm": "failed"}, None, ()),
+    "h100-fabric-manager-stopped": (
+        H100,
+        {"fm": "failed", "cuda": ("cuda/bandwidthtest-802-system-not-initialized.txt", 1, "running the program")},
+        None,
+        (),
+    ),
+    "h100-cuda-driver-too-old": (
+        H100,
+        {"cuda": ("cuda/devicequery-35-insufficient-driver.txt", 1, "running the program")},
+        None,
+        (),
+    ),
+    "h100-container-lost-gpus": (
+        H100,
+        {"container": ("container/nvidia-smi-L-a10-t4-x4-host.txt", 0)},
+        None,
+        (),
+    ),
     "h100-fabric-manager-other-version": (H100, {"fm_package": "565.57.02-1"}, None, ()),
     "h100-nccl-passed": (H100, {"nccl": {"node/all_reduce_perf": {"measurement": NCCL_RUN}}}, None, ()),
     "h100-nccl-below-gate": (
@@ -104,6 +135,8 @@ CASES = {
             "ibstat": "infiniband/ibstat/gpud-h100-roce-2port.derived.txt",
             "counters": ({}, {}),
             "dcgm": {"tool": "dcgmi", "missing": True},
+            "cuda": IN_CONTAINER,
+            "container": IN_CONTAINER,
         },
         None,
         (),

@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from pathlib import Path
 
 import pytest
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import container_toolkit as ctk
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "container"
 
 DEBIAN_13_CONFIG = """\
 version = 2
@@ -213,3 +216,30 @@ RECORD = {"driver_version": "570.172.08", "gpus": ["GPU-b", "GPU-a"], "toolkit_v
 )
 def test_cdi_regenerate_reason(record, sha, driver, gpus, toolkit, reason):
     assert ctk.cdi_regenerate_reason(record, sha, driver, gpus, toolkit) == reason
+
+
+@pytest.mark.parametrize(
+    ("capture", "said"),
+    [
+        ("ctr-cgroup-devices-not-found.stderr.txt",
+         "nvidia-container-cli: container error: cgroup subsystem devices not found: unknown"),
+        ("docker-nvml-driver-not-loaded.stderr.txt",
+         "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown."),
+        ("docker-libnvidia-ml-not-found.stderr.txt",
+         "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared "
+         "object file: no such file or directory: unknown."),
+        ("docker-compose-cdi-unresolvable.stderr.txt", "unresolvable CDI devices runtime.nvidia.com/gpu=all"),
+        ("podman-cdi-unresolvable.stderr.txt", "unresolvable CDI devices nvidia.com/gpu=all"),
+        ("docker-could-not-select-device-driver.stderr.txt",
+         'could not select device driver "" with capabilities: [[gpu]].'),
+        ("nvidia-smi-L-in-container-nvml-unknown-error.txt", "Failed to initialize NVML: Unknown Error"),
+    ],
+)  # fmt: skip
+def test_runtime_error_finds_the_nvidia_part(capture, said):
+    text = (FIXTURES / capture).read_text()
+    assert ctk.runtime_error(text) == said
+
+
+def test_runtime_error_falls_back_to_the_last_line():
+    assert ctk.runtime_error("a\nctr: image not found\n\n") == "ctr: image not found"
+    assert ctk.runtime_error("") is None

@@ -546,3 +546,34 @@ def test_rpm_driver_requirement_takes_the_newest_and_drops_epoch_and_release():
         "package": "b",
         "relation": "nvidia-driver-cuda-libs >= 3:560.35.03-1.el9",
     }
+
+
+@pytest.mark.parametrize(
+    ("capture", "errors"),
+    [
+        ("devicequery-35-insufficient-driver.txt", ["CUDA driver version is insufficient for CUDA runtime version"]),
+        ("bandwidthtest-802-system-not-initialized.txt", ["system not yet initialized", "cudaErrorSystemNotReady"]),
+        ("cuda-check-803-unsupported-driver.txt", ["system has unsupported display driver / cuda driver combination"]),
+        ("matrixmul-100-no-device.txt", ["cudaErrorNoDevice"]),
+        ("devicequery-999-unknown-error.txt", ["unknown error"]),
+    ],
+)
+def test_check_output_of_failing_cuda_programs(capture, errors):
+    found = cuda_toolkit.parse_check_output((FIXTURES / "cuda" / capture).read_text())
+    assert (found["errors"], found["devices"], found["ok"], found["failed"]) == (errors, None, [], [])
+
+
+def test_check_output_of_the_program_on_eight_gpus():
+    found = cuda_toolkit.parse_check_output((FIXTURES / "cuda" / "cuda-check-h100-x8.derived.txt").read_text())
+    assert (found["devices"], found["runtime"], found["driver"], found["errors"]) == (8, 12040, 12070, [])
+    assert found["ok"][3] == {"device": 3, "pci": "0000:5d:00", "name": "NVIDIA H100 80GB HBM3"}
+
+
+def test_check_output_names_a_failed_device():
+    found = cuda_toolkit.parse_check_output(
+        "device 0 0000:00:00 failed: all CUDA-capable devices are busy or unavailable, last value -1\n"
+        "devices 1 runtime 12040 driver 12040 failed 1\n"
+    )
+    assert found["failed"] == [{"device": 0, "pci": "0000:00:00", "error": "all CUDA-capable devices are busy or "
+                                "unavailable"}]  # fmt: skip
+    assert (found["devices"], found["ok"]) == (1, [])

@@ -651,3 +651,31 @@ def test_derived_xml_is_the_derivation_of_its_capture(name):
 @pytest.mark.parametrize("name", sorted(script("variants").VARIANTS))
 def test_variant_is_its_source_with_only_the_listed_changes(name):
     assert fixture(name) == script("variants").make(name)
+
+
+@pytest.mark.parametrize(
+    ("capture", "gpus", "mig", "other"),
+    [
+        ("nvidia-smi-L-a10-t4-x4-host.txt", 4, 0, []),
+        ("nvidia-smi-L-a100-mig-1g10gb-in-pod.txt", 1, 7, []),
+        ("nvidia-smi-L-a100-mig-1g20gb-x4.txt", 4, 4, []),
+        ("nvidia-smi-L-a100-pcie-mig-3g40gb.txt", 1, 2, []),
+        ("nvidia-smi-L-in-container-nvml-unknown-error.txt", 0, 0, ["Failed to initialize NVML: Unknown Error"]),
+    ],
+)
+def test_gpu_list_captures(capture, gpus, mig, other):
+    found = nvidia_smi.parse_gpu_list((FIXTURES.parent / "container" / capture).read_text())
+    assert (len(found["gpus"]), len(found["mig"]), found["other"]) == (gpus, mig, other)
+    assert all(g["uuid"].startswith("GPU-") for g in found["gpus"])
+    assert all(m["uuid"].startswith("MIG-") and m["gpu"] == 0 for m in found["mig"])
+
+
+def test_gpu_list_reads_names_uuids_and_mig_under_their_gpu():
+    text = (FIXTURES.parent / "container" / "nvidia-smi-L-a10-t4-x4-host.txt").read_text()
+    assert nvidia_smi.parse_gpu_list(text)["gpus"][2] == {
+        "index": 2,
+        "name": "Tesla T4",
+        "uuid": "GPU-bf507abe-ec25-2053-5435-1c82511a3ae8",
+    }
+    # A MIG line before any GPU line belongs to none: it is not counted.
+    assert nvidia_smi.parse_gpu_list("  MIG 1g.5gb  Device  0: (UUID: MIG-1)\n")["mig"] == []
