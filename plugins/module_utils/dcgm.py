@@ -35,6 +35,8 @@ _RESULT = re.compile(r"(?i)(pass|fail|warn|warning|skip|skipped)(?:\s+-\s+(all|g
 # "|-----  Deployment  --------+----...|" or "+-----  Stress  ----+----+": a category's first line.
 _CATEGORY = re.compile(r"[|+]-+\s+([A-Za-z][A-Za-z /]{0,40}?)\s+-+\+")
 _MESSAGE_ROWS = {"warning": "warnings", "info": "info"}
+# DCGM 4's per-GPU result, a continuation row of its own under the test (and under its warnings): "GPU0: Pass".
+_GPU_RESULT = re.compile(r"GPU\s?([0-9]{1,4}):\s*(Pass|Fail|Warn|Warning|Skip|Skipped)", re.IGNORECASE)
 _METADATA = {"dcgm version": "version", "driver version detected": "driver"}
 
 
@@ -153,7 +155,12 @@ def _from_table(lines):
             # A continuation: another GPU set's result, or the rest of a wrapped message. DCGM cuts at the cell's
             # width, mid-word: a full chunk continues without a blank (a blank that was there starts the next one).
             result = _RESULT.fullmatch(text.strip())
-            if test is not None and messages is None and result:
+            per_gpu = _GPU_RESULT.fullmatch(text.strip())
+            if test is not None and per_gpu:
+                gpu = int(per_gpu.group(1))
+                test["gpus"][gpu] = worst([test["gpus"].get(gpu), _status(per_gpu.group(2))])
+                messages = None
+            elif test is not None and messages is None and result:
                 _add_result(test, result)
             elif messages:
                 messages[-1] += text if last >= width else " " + text.lstrip()
@@ -218,3 +225,53 @@ def parse_diag(text):
     if not result["tests"] and not errors and result["version"] is None:
         raise DcgmParseError(f"no DCGM diagnostic result in the output: {parsing.excerpt(text)}")
     return {**result, "errors": errors}
+
+
+# The module's statuses: DCGM's "not run" (a test without a result) reads as a skip.
+MODULE_STATUS = {"fail": "fail", "warn": "warn", "pass": "pass", "skip": "skip", "not_run": "skip"}
+_GPU_IN_MESSAGE = re.compile(r"\bGPU\s?([0-9]{1,4})\b")
+
+
+def _gpu_messages(test):
+    """{gpu: the first warning naming it}; a warning naming no GPU belongs to every GPU the test lists."""
+    found, anywhere = {}, None
+    for message in test["warnings"]:
+        named = _GPU_IN_MESSAGE.findall(message)
+        for gpu in named:
+            found.setdefault(int(gpu), message)
+        if not named and anywhere is None:
+            anywhere = message
+    return found, anywhere
+
+
+def summary(diag, required=()):
+    """The dcgm_diag module's result from parse_diag's: dcgm_version, driver_version, tests [{category, name, status
+    (pass, fail, warn or skip), gpus [{gpu, status, message}]}], failed_gpus (sorted), passed (no test failed, and
+    none of the required tests, by name, case-insensitive, skipped or missing), messages (DCGM's errors, then each
+    failed or warned test's warnings)."""
+    tests, failed, messages = [], set(), list(diag["errors"])
+    for test in diag["tests"]:
+        status = MODULE_STATUS[test["status"]]
+        named, anywhere = _gpu_messages(test)
+        gpus = []
+        for gpu, gpu_status in sorted(test["gpus"].items()):
+            said = named.get(gpu, anywhere) if gpu_status in ("fail", "warn") else None
+            gpus.append({"gpu": gpu, "status": MODULE_STATUS[gpu_status], "message": said})
+        failed.update(g["gpu"] for g in gpus if g["status"] == "fail")
+        if test["all"] == "fail" and not gpus:
+            # "Fail - All" names no GPU; a warning that does names the one that failed.
+            failed.update(named)
+        if status in ("fail", "warn"):
+            messages += [f"{test['category']} {test['name']}: {w}" for w in test["warnings"]]
+        tests.append({"category": test["category"], "name": test["name"], "status": status, "gpus": gpus})
+    statuses = {t["name"].lower(): t["status"] for t in tests}
+    missing = [name for name in required if statuses.get(name.lower(), "skip") == "skip"]
+    messages += [f"required test {name} did not run" for name in missing]
+    return {
+        "dcgm_version": diag["version"],
+        "driver_version": diag["driver"],
+        "tests": tests,
+        "failed_gpus": sorted(failed),
+        "passed": bool(tests) and not any(t["status"] == "fail" for t in tests) and not missing,
+        "messages": messages,
+    }

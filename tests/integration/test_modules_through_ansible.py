@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 SMI = FIXTURES / "nvidia_smi"
 H100 = (SMI / "h100-sxm-x8-565.derived.xml").read_bytes()
+DCGM = FIXTURES / "dcgm"
 PERFQUERY = FIXTURES / "infiniband" / "perfquery" / "treydock-hca-edr-lid133.txt"
 A10G = (SMI / "a10g-515.xml").read_bytes()
 NCCL_OK = FIXTURES / "nccl" / "nccl-tests-290-all_reduce-h100-8gpu-single-node.txt"
@@ -384,6 +385,40 @@ CASES = {
         {},
         refused("counter_interval must be 1 to 600 seconds, got 0"),
     ),
+    # dcgm_diag: a failed diagnosis is data (not failed); no result at all fails the task with DCGM's words.
+    "dcgm_diag_gpu1_fails": (
+        "dcgm_diag",
+        {"level": 3, "required": ["Targeted Power"]},
+        {"dcgmi": {"diag -r 3 -j": (DCGM / "sagemaker-hc-r3-a10g-targeted-power-gpu1-fail.txt", 1)}},
+        ok(lambda r: r["passed"] is False and r["failed_gpus"] == [1] and r["rc"] == 1 and r["changed"] is False),
+    ),
+    "dcgm_diag_json_passes": (
+        "dcgm_diag",
+        {"gpus": [0, 1, 2, 3, 4, 5, 6, 7]},
+        {"dcgmi": {"diag -r 1 -j -i 0,1,2,3,4,5,6,7": DCGM / "dcgm-jsonresulttests-r1-8gpu-3.1.0.txt"}},
+        ok(lambda r: r["passed"] is True and r["dcgm_version"] == "3.1.0" and len(r["tests"]) == 10),
+    ),
+    "dcgm_diag_log_path": (
+        "dcgm_diag",
+        {"log_path": "{case}/diag.txt"},
+        {"files": {"diag.txt": (DCGM / "nolebase-r2-rtx3090-pcie-fail.txt").read_bytes()}, "check_mode": True},
+        ok(lambda r: r["failed_gpus"] == [0] and r["driver_version"] == "530.30.02" and "cmd" not in r),
+    ),
+    "dcgm_diag_could_not_run": (
+        "dcgm_diag",
+        {"level": 3},
+        {"dcgmi": {"diag -r 3 -j": (DCGM / "dcgm-254-r3-4.4.1-error-plugins.txt", 1)}},
+        refused("DCGM gave no diagnostic result: Error: Unable to complete diagnostic for entities 0,1,2,3"),
+    ),
+    "dcgm_diag_not_installed": ("dcgm_diag", {}, {}, refused("dcgmi was not found on this host")),
+    "dcgm_diag_check_mode": ("dcgm_diag", {}, {"dcgmi": {}, "check_mode": True}, either()),
+    "dcgm_diag_bad_gpu": ("dcgm_diag", {"gpus": [-1]}, {}, refused("gpus must be GPU indexes 0 to 4095, got [-1]")),
+    "dcgm_diag_unreadable_log": (
+        "dcgm_diag",
+        {"log_path": "{case}/none.json"},
+        {},
+        refused("cannot read log_path"),
+    ),
     # The machine running the tests, as it is.
     "os_facts_here": ("os_facts", {"units": ["ssh.service"], "kernel_modules": ["nvidia"]}, {}, ok()),
     "package_info_here": ("package_info", {"name": ["dpkg", "no-such-package-x"], "manager": "apt"}, {}, ok()),
@@ -512,6 +547,6 @@ def test_every_read_only_module_is_run():
         path.stem
         for path in (ROOT / "plugins" / "modules").glob("*.py")
         if path.stem.endswith(("_facts", "_scan", "_index", "_info", "_read"))
-        or path.stem in ("nccl_test", "perftest_bw")
+        or path.stem in ("nccl_test", "perftest_bw", "dcgm_diag")
     }
     assert read_only - set(MODULES) == set()

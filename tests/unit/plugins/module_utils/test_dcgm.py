@@ -152,3 +152,61 @@ def test_dcgm_4_json_shape():
 )  # fmt: skip
 def test_worst(statuses, worst):
     assert dcgm.worst(statuses) == worst
+
+
+def test_dcgm_4_per_gpu_rows_are_results_not_warning_text():
+    pcie = by_name(parse("dcgm-253-r2-l40s-4.2.3-pcie-fail-truncated.txt"))["pcie"]
+    assert (pcie["status"], pcie["all"], pcie["gpus"]) == ("fail", "fail", dict.fromkeys(range(4), "pass"))
+    assert all("GPU0: Pass" not in w for w in pcie["warnings"])
+    assert pcie["warnings"][0] == ("There was an internal error during the test: 'A child process (152) exited with "
+                                   "non-zero status 1' Check DCGM and system logs for errors. Reset GPU. Restart "
+                                   "DCGM. Rerun diagnostics.")  # fmt: skip
+
+
+def summary(name, required=()):
+    return dcgm.summary(parse(name), required)
+
+
+def test_summary_of_one_gpu_failing_targeted_power():
+    found = summary("sagemaker-hc-r3-a10g-targeted-power-gpu1-fail.txt")
+    assert (found["dcgm_version"], found["driver_version"]) == ("3.3.9", "570.195.03")
+    assert (found["failed_gpus"], found["passed"]) == ([1], False)
+    power = next(t for t in found["tests"] if t["name"] == "Targeted Power")
+    assert (power["category"], power["status"]) == ("Stress", "fail")
+    assert [(g["gpu"], g["status"]) for g in power["gpus"]] == [(0, "pass"), (1, "fail"), (2, "pass"), (3, "pass")]
+    assert power["gpus"][1]["message"].startswith("GPU 1 Max power of 224.1 did not reach desired power minimum")
+    assert power["gpus"][0]["message"] is None
+    assert found["messages"][0].startswith("Stress Targeted Power: GPU 1 Max power of 224.1")
+    # The EUD test was skipped: that counts against the node only when it is required.
+    assert next(t for t in found["tests"] if t["name"] == "EUD Test")["status"] == "skip"
+
+
+@pytest.mark.parametrize(
+    ("required", "passed", "message"),
+    [
+        ((), True, None),
+        (("gpu memory", "Memory Bandwidth"), True, None),
+        (("eud test",), False, "required test eud test did not run"),
+        (("No Such Test",), False, "required test No Such Test did not run"),
+    ],
+)
+def test_a_skip_fails_only_a_required_test(required, passed, message):
+    found = summary("sagemaker-hc-r3-a10g-pass.txt", required)
+    assert found["passed"] is passed
+    assert found["messages"] == ([message] if message else [])
+
+
+def test_summary_of_a_failure_on_all_gpus_names_the_gpu_its_warning_names():
+    found = summary("nolebase-r2-rtx3090-pcie-fail.txt")
+    assert (found["failed_gpus"], found["passed"]) == ([0], False)
+
+
+def test_summary_of_an_internal_error_names_no_gpu():
+    found = summary("dcgm-253-r2-b200-4.4.1-pcie-fail.txt")
+    assert (found["failed_gpus"], found["passed"], found["dcgm_version"]) == ([], False, "4.4.1")
+
+
+def test_summary_of_a_run_without_tests_has_not_passed():
+    found = summary("dcgm-254-r3-4.4.1-error-plugins.txt")
+    assert (found["tests"], found["passed"]) == ([], False)
+    assert found["messages"][0].startswith("Error: Unable to complete diagnostic for entities 0,1,2,3")
