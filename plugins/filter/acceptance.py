@@ -1,12 +1,13 @@
 # Copyright: gpuops.bringup contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The acceptance stage's input check (a node's profile and the role's check lists, before anything is read), and its
-gates by profile name for the nccl_tests stage."""
+"""The acceptance stage's input check (a node's profile and the role's check lists, before anything is read), its
+gates by profile name for the nccl_tests stage, and the plans and records of its bandwidth passes."""
 
 from __future__ import annotations
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_pairs
 from ansible_collections.gpuops.bringup.plugins.module_utils.acceptance import input_problems, nccl_gates_by_profile
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import plain
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
 
 
 def _acceptance_input_problems(hardware, required=None, optional=None):
@@ -17,9 +18,48 @@ def _acceptance_nccl_gates(profiles):
     return nccl_gates_by_profile(plain(list(profiles or [])))
 
 
+def _rack(group_names):
+    racks = sorted(g for g in group_names or () if str(g).startswith("rack_"))
+    return str(racks[0]) if racks else None
+
+
+def _acceptance_bandwidth_members(hosts, hostvars):
+    """The play's nodes that take part in the bandwidth passes: those read, on an InfiniBand profile."""
+    members = []
+    for host in hosts or []:
+        values = hostvars[host]
+        read = plain(values.get("__acceptance_read") or {})
+        hardware = plain(values.get("gpuops_hardware") or {})
+        if not isinstance(read.get("evidence"), dict) or acceptance.CHECKS["fabric.bandwidth"][1](hardware):
+            continue
+        rack = _rack(plain(values.get("group_names")))
+        members.append(acceptance.bandwidth_member(str(host), rack, read["evidence"], hardware))
+    return members
+
+
+def _acceptance_bandwidth_plan(members, entries, pass_number):
+    return acceptance_pairs.plan(plain(list(members or [])), plain(list(entries or [])), int(pass_number))
+
+
+def _acceptance_bandwidth_entries(roles, hostvars, pass_number):
+    roles = plain(mapping(roles, "a round's roles", "acceptance_bandwidth_entries"))
+    clients = {h: plain(hostvars[h].get("__acceptance_bw_measured")) for h, r in roles.items() if r["role"] == "client"}
+    servers = {h: plain(hostvars[h].get("__acceptance_bw_served")) for h, r in roles.items() if r["role"] == "server"}
+    return acceptance_pairs.entries_of(roles, clients, servers, int(pass_number))
+
+
+def _acceptance_bandwidth_record(node, members, entries, why_not=None):
+    return acceptance_pairs.record(str(node), plain(list(members or [])), plain(list(entries or [])),
+                                   plain(why_not) or None)  # fmt: skip
+
+
 class FilterModule:
     def filters(self):
         return {
             "acceptance_input_problems": _acceptance_input_problems,
             "acceptance_nccl_gates": _acceptance_nccl_gates,
+            "acceptance_bandwidth_members": _acceptance_bandwidth_members,
+            "acceptance_bandwidth_plan": _acceptance_bandwidth_plan,
+            "acceptance_bandwidth_entries": _acceptance_bandwidth_entries,
+            "acceptance_bandwidth_record": _acceptance_bandwidth_record,
         }

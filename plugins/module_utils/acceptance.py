@@ -31,6 +31,7 @@ import re
 from ansible_collections.gpuops.bringup.plugins.module_utils import (
     acceptance_evidence,
     acceptance_faults,
+    acceptance_pairs,
     container_toolkit,
     cuda_toolkit,
     dcgm,
@@ -344,6 +345,7 @@ def read_state(evidence):
         "packages": _packages_state(evidence),
         "system": _dmi_state(evidence),
         "nccl": _json(_item(evidence, "nccl-tests-results.json")),
+        "bandwidth": _json(_item(evidence, "ib-write-bw.json")),
         "cuda": _item(evidence, "cuda-check.txt"),
         "container": _item(evidence, "container-gpus.txt"),
     }
@@ -1048,6 +1050,81 @@ def _counter_list(per_port, sign=""):
                      for port, values in per_port.items())  # fmt: skip
 
 
+def bandwidth_gate(hardware):
+    """(Gb/s, where it comes from) of ib_write_bw on one port: the profile's or the published gate, else 90 % of the
+    profile's port rate (what perftest moves on a healthy link: about 392 of NDR's 400)."""
+    value = gates(hardware)[0].get("ib_write_bw_gbps")
+    if value is not None:
+        return value, "gate"
+    rate = ((hardware or {}).get("infiniband") or {}).get("rate_gbps") or 0
+    return round(rate * 0.9, 2), "90 % of the port rate"
+
+
+def bandwidth_member(node, rack, evidence, hardware):
+    """What the bandwidth passes plan with for a node: {node, rack, rails (its active InfiniBand ports), gate_gbps}."""
+    devices = read_state(evidence)["infiniband"]["devices"]
+    return {"node": node, "rack": rack, "rails": acceptance_pairs.rails_of(devices),
+            "gate_gbps": bandwidth_gate(hardware)[0]}  # fmt: skip
+
+
+def _rail_words(rail, found):
+    measured = []
+    for run in found["runs"]:
+        values = [v for v in (run["client_gbps"], run["server_gbps"]) if v is not None]
+        measured.append(f"{run['partner']} {min(values)} Gb/s" if values else f"{run['partner']} " + (
+            "no result" if run["partner_has_rail"] else "(its port is not active)"))  # fmt: skip
+    return f"{rail} ({', '.join(measured) or 'no test'})"
+
+
+def check_fabric_bandwidth(state, hardware, gate_values):
+    record = state["bandwidth"]
+    evidence = ("ib-write-bw.json",)
+    gate, basis = bandwidth_gate(hardware)
+    gate_text = f"{gate} Gb/s per port ({basis}), both ends"
+    if not isinstance(record, dict):
+        return _outcome("SKIPPED", "ib_write_bw did not run between pairs (acceptance_bandwidth is false, or the stage "
+                        "ran without its bandwidth passes)", evidence=evidence)  # fmt: skip
+    if record.get("skipped"):
+        return _outcome("SKIPPED", record["skipped"], evidence=evidence)
+    try:
+        found = acceptance_pairs.node_outcome(record["node"], record["members"], record["entries"])
+    except (KeyError, TypeError, ValueError) as error:
+        return _outcome("ERROR", f"the bandwidth record is unreadable: {error!r}", None, gate_text, "tool_failed",
+                        evidence)  # fmt: skip
+    if not found:
+        return _outcome("ERROR", "no active InfiniBand port to measure", None, gate_text, "port_down", evidence)
+    value = {rail: [{k: r[k] for k in ("partner", "role", "client_gbps", "server_gbps")} for r in f["runs"]]
+             for rail, f in found.items()}  # fmt: skip
+    by = {status: [r for r, f in found.items() if f["outcome"] == status] for status in acceptance_pairs.OUTCOMES}
+    if by[acceptance_pairs.FAIL]:
+        missing = [r for r in by[acceptance_pairs.FAIL] if not found[r]["has_rail"]]
+        slow = [r for r in by[acceptance_pairs.FAIL] if found[r]["has_rail"]]
+        isolated = [r for r in slow if found[r]["failed_with"]]
+        unisolated = [r for r in slow if not found[r]["failed_with"]]
+        parts = [f"not active here: {', '.join(missing)}"] if missing else []
+        if isolated:
+            parts.append("below the gate with a node that passed: " + "; ".join(_rail_words(r, found[r])
+                                                                                  for r in isolated))  # fmt: skip
+        if unisolated:
+            parts.append("below the gate, with no partner that passed to tell which node is at fault: "
+                         + "; ".join(_rail_words(r, found[r]) for r in unisolated))  # fmt: skip
+        fault = "port_down" if missing else ("port_bandwidth_low" if isolated else "bandwidth_unisolated")
+        return _outcome("FAIL", "; ".join(parts), value, gate_text, fault, evidence)
+    if by[acceptance_pairs.UNTESTED] or (by[acceptance_pairs.ERROR] and not by[acceptance_pairs.PASS]):
+        rails = by[acceptance_pairs.UNTESTED] + by[acceptance_pairs.ERROR]
+        return _outcome("ERROR", f"ib_write_bw did not measure {', '.join(rails)}", value, gate_text, "tool_failed",
+                        evidence)  # fmt: skip
+    if by[acceptance_pairs.WARN] or by[acceptance_pairs.ERROR]:
+        words = [f"{r}: below the gate with {', '.join(found[r]['failed_with'])}, which passed with others"
+                 for r in by[acceptance_pairs.WARN]]  # fmt: skip
+        words += [f"{r}: one test could not run" for r in by[acceptance_pairs.ERROR]]
+        return _outcome("WARN", "; ".join(words), value, gate_text, evidence=evidence)
+    best = {r: max(min(v for v in (x["client_gbps"], x["server_gbps"]) if v is not None)
+                   for x in f["runs"] if x["passed"]) for r, f in found.items()}  # fmt: skip
+    return _outcome("PASS", f"{len(best)} port(s) at or above the gate, the slowest {min(best.values())} Gb/s",
+                    value, gate_text, evidence=evidence)  # fmt: skip
+
+
 def check_fabric_counters(state, hardware, gate_values):
     counters = state["counters"]
     evidence = ("perfquery.json",)
@@ -1245,6 +1322,7 @@ CHECKS = {
     "driver.fabric_manager": ("Fabric manager at the driver's version", _nvswitch, check_driver_fabric_manager, True),
     "fabric.ports": ("RDMA ports active at rate", _ports, check_fabric_ports, True),
     "fabric.counters": ("RDMA port error counters", _ib_ports, check_fabric_counters, True),
+    "fabric.bandwidth": ("ib_write_bw per port between node pairs", _ib_ports, check_fabric_bandwidth, True),
     "inventory.vbios": ("GPU VBIOS versions", _gpus, check_inventory_vbios, True),
     "inventory.hca_firmware": ("RDMA adapter firmware", _ports, check_inventory_hca_firmware, True),
     "nccl.single_node": ("NCCL all_reduce bus bandwidth, one node", _nccl, check_nccl_single_node, _has_nccl_gate),

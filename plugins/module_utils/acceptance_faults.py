@@ -378,6 +378,20 @@ FAULTS = {
         "nvidia_ib_operations",
         "RDMA port not active",
     ),
+    "port_bandwidth_low": _fault(
+        "high",
+        f"{CABLE}; check the port's link width and speed (mlxlink) and the adapter's PCIe link, then rerun the "
+        "acceptance stage with this node and a node that passed.",
+        "azure_health_checks",
+        "ib_write_bw below the gate with a node that passed",
+    ),
+    "bandwidth_unisolated": _fault(
+        "high",
+        "Rerun the acceptance stage on this node together with nodes known good (--limit): no partner passed, so "
+        "the test could not tell which node of the pair is at fault.",
+        "azure_health_checks",
+        "ib_write_bw below the gate, no good partner to isolate the fault",
+    ),
     "port_rate_low": _fault(
         "high", f"{CABLE}: the link trained below its rate.", "nvidia_ib_operations", "RDMA port below its rate"
     ),

@@ -50,7 +50,11 @@ def parse_write_bw(stdout, stderr=""):
         for line in stdout[header.end() :].splitlines()[1:]:
             match = _ROW.fullmatch(line)
             if not match:
-                break
+                # The table ends at its dashed line; other lines inside it are notes perftest printed on the way
+                # ("Conflicting CPU frequency values detected: ...").
+                if line.lstrip().startswith("---") or not line.strip():
+                    break
+                continue
             size, iterations = (parsing.to_int(v) for v in match.groups()[:2])
             peak, average, rate = (parsing.to_float(v) for v in match.groups()[2:])
             if None in (size, iterations, peak, average, rate):

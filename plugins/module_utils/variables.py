@@ -394,6 +394,11 @@ VARIABLES = {
     "acceptance_counter_interval": Rule(
         _scalar(integer(1, 600)), "the seconds between the two reads of the port counters, 1 to 600, e.g. 10"
     ),
+    "acceptance_bandwidth": Rule(_scalar(boolean), BOOL_FIX),
+    "acceptance_bandwidth_duration": Rule(_scalar(integer(1, 300)), "seconds of ib_write_bw traffic, 1 to 300, e.g. 5"),
+    "acceptance_bandwidth_passes": Rule(
+        _scalar(integer(1, 5)), "the passes of pair tests, 1 (no isolation) to 5, e.g. 3"
+    ),
     "acceptance_cuda_root": Rule(
         _scalar(absolute_path), "the CUDA root whose bin/nvcc builds the check, e.g. /usr/local/cuda"
     ),

@@ -17,13 +17,23 @@ description:
     CUDA does not run at all (host memory would measure something else), and the result says why.
   - A run that cannot start (no RDMA device, no server listening) is returned with its messages, not failed, so the
     caller can say what it means; the module fails only when ib_write_bw is not installed.
+  - With O(rails), one ib_write_bw per rail runs at once (every port of a node loaded together, as a job loads
+    them), each on its own device and TCP port; a client rail that finds its server not listening yet retries for
+    O(connect_wait) seconds. The result lists every rail's run.
   - Changes nothing on the host but sends traffic over the fabric, so it does not run in check mode.
 author: gpuops.bringup developers (@gpuops)
 options:
   device:
-    description: The RDMA device (C(mlx5_0)).
+    description: The RDMA device (C(mlx5_0)); or O(rails).
     type: str
-    required: true
+  rails:
+    description: Several runs at once, each C(device), C(port) (its own TCP port) and optionally C(gpu).
+    type: list
+    elements: dict
+  connect_wait:
+    description: With O(rails), the seconds a client rail retries a server that is not listening yet.
+    type: int
+    default: 20
   server:
     description: The server's address; unset - run as the server and wait for one client.
     type: str
@@ -119,7 +129,16 @@ cuda_support:
   description: Whether this perftest was built with CUDA (its C(--help) offers C(--use_cuda)); null without O(gpu).
   returned: always
   type: bool
+rails:
+  description: With O(rails), each rail's run - C(device), C(port) and the fields above; RV(ok) is then every rail's.
+  returned: with O(rails)
+  type: list
+  elements: dict
 """
+
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -164,10 +183,51 @@ def run(tool, params):
     }
 
 
+_NOT_LISTENING = re.compile(r"(?i)couldn't connect")
+
+
+def run_rails(tool, params, sleep=time.sleep, clock=time.monotonic):
+    """Every rail at once, each a run() of its own; a client rail whose server is not listening yet retries."""
+
+    def one(rail):
+        rail_params = {**params, "device": rail["device"], "port": rail["port"], "gpu": rail.get("gpu")}
+        deadline = clock() + params["connect_wait"]
+        while True:
+            result = run(tool, rail_params)
+            waiting = params["server"] and any(_NOT_LISTENING.search(m) for m in result["messages"])
+            if result["ok"] or not waiting or clock() >= deadline:
+                return {"device": rail["device"], "port": rail["port"], **result}
+            sleep(1)
+
+    with ThreadPoolExecutor(max_workers=len(params["rails"])) as pool:
+        runs = list(pool.map(one, params["rails"]))
+    return {"ok": all(r["ok"] for r in runs), "rails": runs}
+
+
+def rails_problems(rails):
+    """What is wrong with the rails option, each naming the rail."""
+    problems = []
+    for index, rail in enumerate(rails or []):
+        if not isinstance(rail.get("device"), str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", rail["device"]):
+            problems.append(f"rails[{index}].device is {rail.get('device')!r}: an RDMA device name such as mlx5_0")
+        port = rail.get("port")
+        if not isinstance(port, int) or isinstance(port, bool) or not 1024 <= port <= 65535:
+            problems.append(f"rails[{index}].port is {port!r}: a TCP port from 1024 to 65535")
+        gpu = rail.get("gpu")
+        if gpu is not None and (not isinstance(gpu, int) or isinstance(gpu, bool) or gpu < 0):
+            problems.append(f"rails[{index}].gpu is {gpu!r}: a CUDA device index")
+    ports = [r.get("port") for r in rails or []]
+    if len(ports) != len(set(ports)):
+        problems.append(f"rails use a TCP port twice ({ports}): each rail needs its own")
+    return problems
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
-            "device": {"type": "str", "required": True},
+            "device": {"type": "str"},
+            "rails": {"type": "list", "elements": "dict"},
+            "connect_wait": {"type": "int", "default": 20},
             "server": {"type": "str"},
             "port": {"type": "int", "default": 18515},
             "duration": {"type": "int", "default": 5},
@@ -177,9 +237,16 @@ def main():
             "require_gpudirect": {"type": "bool", "default": False},
         },
         required_if=[("require_gpudirect", True, ("gpu",))],
+        required_one_of=[("device", "rails")],
+        mutually_exclusive=[("device", "rails")],
         supports_check_mode=False,
     )
-    module.exit_json(changed=False, **run(ToolRunner(module, "ib_write_bw"), module.params))
+    problems = rails_problems(module.params["rails"])
+    if problems:
+        module.fail_json(msg="; ".join(problems))
+    tool = ToolRunner(module, "ib_write_bw")
+    result = run_rails(tool, module.params) if module.params["rails"] else run(tool, module.params)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ that driver supports. A node with no NVIDIA driver installed answers with the
 capture's own versions.
 """
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -89,6 +90,11 @@ def main(argv):
         profile = json.load(handle)
     commands = profile["commands"].get(tool, {})
     entry = commands.get(args)
+    if entry is None:
+        # A key with * stands for the arguments that differ from node to node (ib_write_bw's server address, its
+        # TCP port and duration); the first pattern that matches, in the profile's order.
+        entry = next((e for pattern, e in commands.items() if "*" in pattern and fnmatch.fnmatchcase(args, pattern)),
+                     None)  # fmt: skip
     if entry is None:
         known = ", ".join(repr(a) for a in sorted(commands)) or "none"
         sys.stderr.write(f"{tool} (simulated): no capture for arguments {args!r}; captured: {known}\n")

@@ -19,8 +19,8 @@ ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 CHECKS = (
     "gpu.count", "gpu.model", "gpu.pcie", "gpu.ecc", "gpu.memory", "gpu.recovery", "gpu.nvlink", "gpu.fabric",
     "gpu.clocks", "gpu.xid", "gpu.dcgm", "driver.version", "driver.persistence", "driver.fabric_manager",
-    "fabric.ports", "fabric.counters", "inventory.vbios", "inventory.hca_firmware", "nccl.single_node",
-    "cuda.runtime", "container.gpus",
+    "fabric.ports", "fabric.counters", "fabric.bandwidth", "inventory.vbios", "inventory.hca_firmware",
+    "nccl.single_node", "cuda.runtime", "container.gpus",
 )  # fmt: skip
 # A container's kernel is its host's: the CUDA check and the GPU container do not apply to a simulated node.
 NOT_APPLICABLE = ("cuda.runtime", "container.gpus")
@@ -52,6 +52,7 @@ EXPECTED = {
             "gpu.fabric": "SKIPPED",
             "driver.fabric_manager": "SKIPPED",
             "fabric.counters": "SKIPPED",
+            "fabric.bandwidth": "SKIPPED",
             "gpu.dcgm": "SKIPPED",
             "nccl.single_node": "SKIPPED",
         }
@@ -61,7 +62,10 @@ EXPECTED = {
     "h100-xid79": ("rejected", BARE | {"gpu.xid": "FAIL"}),
     "h100-pcie-degraded": ("rejected", BARE | {"gpu.pcie": "FAIL"}),
     "h100-remap-failure": ("rejected", BARE | {"gpu.memory": "FAIL"}),
-    "h100-ib-port-down": ("rejected", BARE | {"fabric.ports": "FAIL"}),
+    # Its down port's rail fails every test it is in; the partners, re-paired with nodes that passed, pass.
+    "h100-ib-port-down": ("rejected", BARE | {"fabric.ports": "FAIL", "fabric.bandwidth": "FAIL"}),
+    # mlx5_4 moves half its rate as client and as server: below the gate with a node that passed.
+    "h100-ib-bw-low": ("rejected", BARE | {"fabric.bandwidth": "FAIL"}),
     # Symbol errors rising on mlx5_4 between the stage's two reads of its counters.
     "h100-ib-symbol-errors": ("rejected", BARE | {"fabric.counters": "FAIL"}),
     # DCGM's level-1 diagnostic fails GPU 3's row remap check (gpu.dcgm is not required: its FAIL alone would not
@@ -121,6 +125,13 @@ def test_the_faults_carry_their_reasons_and_actions() -> None:
         r"error counters rose in [0-9.]+ s while the node was idle: mlx5_4/1 symbol_error \+37", symbol["reason"]
     ), symbol["reason"]
     assert symbol["value"] == {"rising": {"mlx5_4/1": {"symbol_error": 37}}, "nonzero": {}}
+    slow = checks["h100-ib-bw-low"]["fabric.bandwidth"]
+    assert (slow["fault"], slow["severity"]) == ("port_bandwidth_low", "high")
+    # Its partners: each at 196.17 Gb/s with it, or the port-down node, whose mlx5_4 is not active.
+    assert re.fullmatch(r"below the gate with a node that passed: mlx5_4 \([a-z0-9-]+ (196\.17 Gb/s|\(its port is not "
+                        r"active\))(, [a-z0-9-]+ 196\.17 Gb/s)+\)", slow["reason"]), slow["reason"]  # fmt: skip
+    down = checks["h100-ib-port-down"]["fabric.bandwidth"]
+    assert (down["fault"], down["reason"]) == ("port_down", "not active here: mlx5_4")
     memory = checks["h100-dcgm-memory"]["gpu.dcgm"]
     assert (memory["fault"], memory["severity"], memory["required"]) == ("dcgm_memory", "critical", False)
     assert memory["reason"] == ("Deployment Page Retirement/Row Remap failed on GPU 3: GPU 3 has uncorrectable "
@@ -162,8 +173,8 @@ def test_the_documents_follow_their_schemas() -> None:
         jsonschema.validate(node(name, run), node_schema)
     document = json.loads((run / "run.json").read_text())
     jsonschema.validate(document, run_schema)
-    assert document["totals"] == {"accepted": 2, "rejected": 9, "incomplete": 1, "nodes": 12}
-    assert document["racks"] == {"rack_molecule": {"accepted": 2, "rejected": 9, "incomplete": 1}}
+    assert document["totals"] == {"accepted": 2, "rejected": 10, "incomplete": 1, "nodes": 13}
+    assert document["racks"] == {"rack_molecule": {"accepted": 2, "rejected": 10, "incomplete": 1}}
     assert document["simulated"] is True
     assert document["collection"]["name"] == "gpuops.bringup"
 

@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_faults
+from ansible_collections.gpuops.bringup.plugins.module_utils import (
+    acceptance,
+    acceptance_faults,
+    acceptance_pairs,
+    perftest,
+)
 
 ROOT = Path(__file__).resolve().parents[4]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -47,6 +52,39 @@ CONTAINER_HEALTHY = ("container/nvidia-smi-L-h100-x8.derived.txt", 0)
 IN_CONTAINER = {"skipped": "this node's kernel is its container host's", "container": True}
 
 
+# The rails of the healthy H100 ibstat capture, and ib_write_bw's reports on one of them: NDR's 392.34 Gb/s (client
+# capture and the server's derived from it), or half of it.
+RAILS = [f"mlx5_{n}" for n in (0, 1, 4, 5, 6, 7, 8, 9)]
+NDR = {"client": "perftest/ib-write-bw-ndr-cx7-client-gbits.txt",
+       "server": "perftest/ib-write-bw-ndr-server.derived.txt"}  # fmt: skip
+HALF = {"client": "perftest/ib-write-bw-ndr-cx7-client-half-rate.derived.txt",
+        "server": "perftest/ib-write-bw-ndr-server-half-rate.derived.txt"}  # fmt: skip
+
+
+def bw_run(capture):
+    parsed = perftest.parse_write_bw(fixture(capture))
+    return {"ok": True, "exit_code": 0, "average_gbps": parsed["average_gbps"], "messages": []}
+
+
+def bandwidth_record(node="n1", nodes=4, slow=(), rails=None, passes=3):
+    """The run's ib_write_bw record as the stage keeps it, its passes planned by acceptance_pairs: slow is the
+    (node, rail)s whose end reports half the rate; rails the nodes' rails where they differ from RAILS."""
+    names = [f"n{i}" for i in range(1, nodes + 1)]
+    members = [{"node": n, "rack": "r1", "rails": (rails or {}).get(n, RAILS), "gate_gbps": 380} for n in names]
+    entries = []
+    for number in range(1, passes + 1):
+        for roles in acceptance_pairs.plan(members, entries, number)["rounds"]:
+            for client, role in roles.items():
+                if role["role"] != "client":
+                    continue
+                server = role["partner"]
+                entries.append({"pass": number, "client": client, "server": server, "rails": {
+                    r["device"]: {end: bw_run((HALF if (host, r["device"]) in slow else NDR)[end])
+                                  for end, host in (("client", client), ("server", server))}
+                    for r in role["rails"]}})  # fmt: skip
+    return {"node": node, "members": members, "entries": entries}
+
+
 def perfquery(reads):
     """One read of every port: a capture for all of them, or {port: capture or evidence item}."""
     reads = reads if isinstance(reads, dict) else dict.fromkeys(IB_PORTS, reads)
@@ -71,6 +109,7 @@ def evidence(
     dcgm=("dcgm/dcgm-jsonresulttests-r1-8gpu-3.1.0.txt", 0),
     cuda=CUDA_HEALTHY,
     container=CONTAINER_HEALTHY,
+    bandwidth=None,
 ):
     """A node's acceptance_read evidence: by default the healthy simulated H100 node with driver 565.57.01 (the
     counters: each InfiniBand port read twice, both reads given as (first, second) evidence items or captures)."""
@@ -101,6 +140,7 @@ def evidence(
         "container-gpus.txt": (
             {**run(fixture(container[0]), container[1]), "step": "run"} if isinstance(container, tuple) else container
         ),
+        "ib-write-bw.json": run(json.dumps(bandwidth_record() if bandwidth is None else bandwidth)),
     }
     return items
 
@@ -121,8 +161,8 @@ def test_a_healthy_h100_node_is_accepted_with_every_check_passed():
     result = judge()
     assert statuses(result) == dict.fromkeys(acceptance.CHECKS, "PASS") | {"nccl.single_node": "SKIPPED"}
     assert result["verdict"] == "accepted" and result["accepted"] is True
-    assert result["counts"] == {"PASS": 20, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
-    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (20 PASS, 1 SKIPPED)"
+    assert result["counts"] == {"PASS": 21, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
+    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (21 PASS, 1 SKIPPED)"
     assert result["gates"]["nccl_all_reduce_busbw_gbps"]["value"] == 460.0
 
 
@@ -710,7 +750,7 @@ def test_the_verdict_of_each_status(required, found, verdict):
 
 def test_the_profile_and_the_operator_choose_the_required_checks():
     assert acceptance.required_checks(L40S) == [i for i in acceptance.CHECKS if i not in (
-        "gpu.nvlink", "gpu.fabric", "gpu.dcgm", "driver.fabric_manager", "fabric.counters",
+        "gpu.nvlink", "gpu.fabric", "gpu.dcgm", "driver.fabric_manager", "fabric.counters", "fabric.bandwidth",
         "nccl.single_node")]  # fmt: skip
     assert acceptance.required_checks({**L40S, "acceptance": {"required": ["gpu.count"]}}) == ["gpu.count"]
     assert acceptance.required_checks(L40S, required=["gpu.model"]) == ["gpu.model"]
@@ -885,3 +925,105 @@ def test_fabric_manager_read_from_rpm():
         "PASS",
         {"nvidia-fabricmanager": ["565.57.01-1.el9.x86_64"]},
     )
+
+
+def bandwidth_check(**kwargs):
+    node = kwargs.pop("node", "n1")
+    return check(judge(bandwidth=bandwidth_record(node=node, **kwargs)), "fabric.bandwidth")
+
+
+def test_bandwidth_passes_on_every_rail_at_ndr_rate():
+    found = bandwidth_check()
+    assert (found["status"], found["required"]) == ("PASS", True)
+    assert found["reason"] == "8 port(s) at or above the gate, the slowest 392.34 Gb/s"
+    assert found["gate"] == "380 Gb/s per port (gate), both ends"
+    assert found["value"]["mlx5_4"] == [{"partner": "n2", "role": "client", "client_gbps": 392.34,
+                                         "server_gbps": 392.34}]  # fmt: skip
+
+
+@pytest.mark.parametrize(("bad", "partner"), [("n1", "n2"), ("n2", "n1")])
+def test_a_half_rate_port_fails_its_node_and_not_its_partner(bad, partner):
+    """n1 is the client of the first test, n2 its server: either end's own report shows the slow port."""
+    slow = {(bad, "mlx5_4")}
+    found = bandwidth_check(node=bad, slow=slow)
+    assert (found["status"], found["fault"]) == ("FAIL", "port_bandwidth_low")
+    assert found["reason"].startswith(f"below the gate with a node that passed: mlx5_4 ({partner} 196.17 Gb/s, n")
+    assert found["action"].startswith("Pull out, clean and reinsert")
+    # Its first partner, re-paired with a node that passed, passes.
+    assert bandwidth_check(node=partner, slow=slow)["status"] == "PASS"
+
+
+def test_the_gate_boundary_of_ib_write_bw():
+    """380 Gb/s: a port measuring 392.34 passes; with the gate just above it, it fails."""
+    record = bandwidth_record()
+    for member in record["members"]:
+        member["gate_gbps"] = 392.34
+    assert check(judge(bandwidth=record), "fabric.bandwidth")["status"] == "PASS"
+    for member in record["members"]:
+        member["gate_gbps"] = 392.35
+    found = check(judge(bandwidth=record), "fabric.bandwidth")
+    assert (found["status"], found["fault"]) == ("FAIL", "bandwidth_unisolated")
+    assert found["reason"].startswith("below the gate, with no partner that passed to tell which node is at fault")
+
+
+def test_a_port_not_active_on_the_node_fails_as_down():
+    rails = {"n1": [r for r in RAILS if r != "mlx5_4"]}
+    found = bandwidth_check(rails=rails)
+    assert (found["status"], found["fault"]) == ("FAIL", "port_down")
+    assert found["reason"] == "not active here: mlx5_4"
+    assert bandwidth_check(node="n2", rails=rails)["status"] == "PASS"
+
+
+def test_a_pair_that_fails_only_with_each_other_warns_both():
+    record = bandwidth_record()
+    first = record["entries"][0]
+    first["rails"]["mlx5_0"]["client"] = {**first["rails"]["mlx5_0"]["client"], "average_gbps": 100.0}
+    # Re-plan: the pair n1-n2 failed on mlx5_0, both pass with others in the next pass.
+    members, entries = record["members"], record["entries"][:2]
+    for number in (2, 3):
+        for roles in acceptance_pairs.plan(members, entries, number)["rounds"]:
+            for client, role in roles.items():
+                if role["role"] == "client":
+                    entries.append({"pass": number, "client": client, "server": role["partner"], "rails": {
+                        r["device"]: {"client": bw_run(NDR["client"]), "server": bw_run(NDR["server"])}
+                        for r in role["rails"]}})  # fmt: skip
+    found = check(judge(bandwidth={**record, "entries": entries}), "fabric.bandwidth")
+    assert found["status"] == "WARN"
+    assert found["reason"] == "mlx5_0: below the gate with n2, which passed with others"
+
+
+@pytest.mark.parametrize(
+    ("record", "status", "reason"),
+    [
+        (None, "SKIPPED", "ib_write_bw did not run between pairs"),
+        ({"skipped": "no other node with InfiniBand ports in this run"}, "SKIPPED",
+         "no other node with InfiniBand ports in this run"),
+        ({"node": "n1", "members": [{"node": "n1", "rack": "r1", "rails": [], "gate_gbps": 380}], "entries": []},
+         "ERROR", "no active InfiniBand port to measure"),
+        ({"node": "n1"}, "ERROR", "the bandwidth record is unreadable"),
+    ],
+)  # fmt: skip
+def test_bandwidth_that_could_not_be_judged(record, status, reason):
+    item = {"path": "x", "missing": True} if record is None else run(json.dumps(record))
+    items = evidence()
+    items["ib-write-bw.json"] = item
+    found = check(acceptance.node_results("n1", H100, items, optional=("nccl.single_node",)), "fabric.bandwidth")
+    assert found["status"] == status
+    assert found["reason"].startswith(reason)
+
+
+def test_a_test_that_could_not_run_is_an_error_not_a_failure():
+    record = bandwidth_record(passes=1)
+    for entry in record["entries"]:
+        for ends in entry["rails"].values():
+            ends["server"] = None
+    found = check(judge(bandwidth=record), "fabric.bandwidth")
+    assert (found["status"], found["fault"]) == ("ERROR", "tool_failed")
+    assert found["reason"].startswith("ib_write_bw did not measure mlx5_0, mlx5_1")
+
+
+def test_bandwidth_gate_from_the_profile_else_the_port_rate():
+    assert acceptance.bandwidth_gate(H100) == (380, "gate")
+    assert acceptance.bandwidth_gate(L40S) == (acceptance.bandwidth_gate(L40S)[0], "90 % of the port rate")
+    assert acceptance.bandwidth_gate({"gpu": {}, "infiniband": {"rate_gbps": 200}}) == (180.0, "90 % of the port rate")
+    assert acceptance.bandwidth_gate({**H100, "gates": {"ib_write_bw_gbps": 390}}) == (390, "gate")

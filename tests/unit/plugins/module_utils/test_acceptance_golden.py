@@ -21,6 +21,7 @@ from test_acceptance import (
     PERFQUERY_HEALTHY,
     PERFQUERY_SWITCH_ERRORS,
     PERFQUERY_SYMBOL_ERRORS,
+    bandwidth_record,
     evidence,
     fixture,
     run,
@@ -111,6 +112,8 @@ CASES = {
         None,
         (),
     ),
+    # Port mlx5_4 moves half its rate: below the gate with n2, then with n3, which passed with n4.
+    "h100-ib-bw-low": (H100, {"bandwidth": bandwidth_record(slow={("n1", "mlx5_4")})}, None, ()),
     "h100-container-lost-gpus": (
         H100,
         {"container": ("container/nvidia-smi-L-a10-t4-x4-host.txt", 0)},

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ansible_collections.gpuops.bringup.plugins.module_utils import perftest
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "perftest"
@@ -44,3 +46,23 @@ def test_cuda_support_from_the_help():
     # Debian 12's perftest 4.5+0.17 lists no --use_cuda in `ib_write_bw --help` (seen on the bench, 2026-11-30).
     assert not perftest.supports_cuda("      --report_gbits  Report Max/Average BW of test in Gbit/sec")
     assert perftest.supports_cuda(" --use_cuda=<cuda device id> Use CUDA specific device for GPUDirect RDMA testing")
+
+
+@pytest.mark.parametrize(
+    ("capture", "average", "rows", "device"),
+    [
+        # A note perftest printed inside the table, between the header and the row, is skipped.
+        ("ib-write-bw-ndr-cx7-client-gbits.txt", 392.34, 1, "mlx5_0"),
+        ("ib-write-bw-hdr-cx6-client-gbits.txt", 196.80, 23, "mlx5_0"),
+        ("ib-write-bw-hdr-cx6-server-gbits.txt", 196.80, 1, "mlx5_0"),
+        # The server's post ends at its row, without the closing dashed line.
+        ("ib-write-bw-server-gbits.txt", 98.38, 1, "mlx5_0"),
+        ("ib-write-bw-100g-client-gbits.txt", 98.38, 23, "mlx5_0"),
+        ("ib-write-bw-cuda-client-gbits.txt", 80.96, 23, "mlx5_0"),
+        ("ib-write-bw-cuda-server-gbits.txt", 80.96, 1, "mlx5_0"),
+    ],
+)
+def test_results_at_100_200_and_400_gbits(capture, average, rows, device):
+    parsed = perftest.parse_write_bw((FIXTURES / capture).read_text())
+    assert (parsed["average_gbps"], len(parsed["rows"]), parsed["device"]) == (average, rows, device)
+    assert parsed["link_type"] == "IB"

@@ -67,3 +67,64 @@ def test_required_gpudirect_with_cuda_runs_on_gpu_memory():
     result = perftest_bw.run(tool, params(gpu=1, require_gpudirect=True))
     assert result["ok"] is True and result["gpudirect"] is True
     assert "--use_cuda=1" in tool.calls[-1]
+
+
+class Rails:
+    """ib_write_bw per device: each device's answers in turn (the last repeats); records the calls."""
+
+    def __init__(self, answers):
+        self.answers = {device: list(replies) for device, replies in answers.items()}
+        self.calls = []
+
+    def __call__(self, args, ok_rc=(0,)):
+        self.calls.append(args)
+        replies = self.answers[args[args.index("-d") + 1]]
+        return replies.pop(0) if len(replies) > 1 else replies[0]
+
+
+def rails_params(**changes):
+    rails = [{"device": "mlx5_0", "port": 18515}, {"device": "mlx5_1", "port": 18516}]
+    return params(**{"device": None, "server": "10.0.0.2", "connect_wait": 5, "rails": rails, **changes})
+
+
+def test_every_rail_runs_on_its_own_device_and_port():
+    tool = Rails({"mlx5_0": [(0, RESULT, "")], "mlx5_1": [(0, RESULT, "")]})
+    result = perftest_bw.run_rails(tool, rails_params(), sleep=lambda s: None)
+    assert result["ok"] is True
+    assert [(r["device"], r["port"], r["average_gbps"]) for r in result["rails"]] == [
+        ("mlx5_0", 18515, 0.48), ("mlx5_1", 18516, 0.48)]  # fmt: skip
+    assert sorted(c[c.index("-p") + 1] for c in tool.calls) == ["18515", "18516"]
+
+
+def test_a_client_rail_waits_for_its_server_then_gives_up():
+    refused = (1, "", "Couldn't connect to 10.0.0.2:18516\nUnable to init the socket connection\n")
+    tool = Rails({"mlx5_0": [(0, RESULT, "")], "mlx5_1": [refused, refused, (0, RESULT, "")]})
+    now = iter(range(100))
+    result = perftest_bw.run_rails(tool, rails_params(), sleep=lambda s: None, clock=lambda: next(now))
+    assert result["ok"] is True and len([c for c in tool.calls if "mlx5_1" in c]) == 3
+    tool = Rails({"mlx5_0": [(0, RESULT, "")], "mlx5_1": [refused]})
+    now = iter(range(100))
+    result = perftest_bw.run_rails(tool, rails_params(connect_wait=3), sleep=lambda s: None, clock=lambda: next(now))
+    assert result["ok"] is False
+    assert result["rails"][1]["messages"][0] == "Couldn't connect to 10.0.0.2:18516"
+
+
+def test_a_server_rail_does_not_retry():
+    tool = Rails({"mlx5_0": [(1, "", NO_DEVICE)], "mlx5_1": [(0, RESULT, "")]})
+    result = perftest_bw.run_rails(tool, rails_params(server=None), sleep=lambda s: None)
+    assert result["ok"] is False and len(tool.calls) == 2
+
+
+@pytest.mark.parametrize(
+    ("rails", "problem"),
+    [
+        ([{"device": "mlx5_0; reboot", "port": 18515}], "rails[0].device is 'mlx5_0; reboot'"),
+        ([{"device": "mlx5_0", "port": 80}], "rails[0].port is 80: a TCP port from 1024 to 65535"),
+        ([{"device": "mlx5_0", "port": "18515"}], "rails[0].port is '18515'"),
+        ([{"device": "mlx5_0", "port": 18515, "gpu": -1}], "rails[0].gpu is -1"),
+        ([{"device": "mlx5_0", "port": 18515}, {"device": "mlx5_1", "port": 18515}], "rails use a TCP port twice"),
+    ],
+)
+def test_bad_rails_are_refused(rails, problem):
+    assert any(p.startswith(problem) for p in perftest_bw.rails_problems(rails))
+    assert perftest_bw.rails_problems([{"device": "mlx5_0", "port": 18515, "gpu": 0}]) == []
