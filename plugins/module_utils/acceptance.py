@@ -1103,8 +1103,8 @@ def check_fabric_bandwidth(state, hardware, gate_values):
         unisolated = [r for r in slow if not found[r]["failed_with"]]
         parts = [f"not active here: {', '.join(missing)}"] if missing else []
         if isolated:
-            parts.append("below the gate with a node that passed: " + "; ".join(_rail_words(r, found[r])
-                                                                                  for r in isolated))  # fmt: skip
+            words = "; ".join(_rail_words(r, found[r]) for r in isolated)
+            parts.append(f"below the gate with a node that passed: {words}")
         if unisolated:
             parts.append("below the gate, with no partner that passed to tell which node is at fault: "
                          + "; ".join(_rail_words(r, found[r]) for r in unisolated))  # fmt: skip
