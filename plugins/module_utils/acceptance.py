@@ -1294,6 +1294,12 @@ def _ib_ports(hardware):
                                 "(a RoCE port's errors are the Ethernet interface's, ethtool -S)")  # fmt: skip
 
 
+def _ib_bandwidth(hardware):
+    return _ports(hardware) or (None if hardware["infiniband"].get("link_layer") == "InfiniBand" else
+                                "the profile's ports are not InfiniBand: the pair tests measure InfiniBand ports "
+                                "(a RoCE port's ib_write_bw needs its GID index: not measured yet)")  # fmt: skip
+
+
 def _nccl(hardware):
     return None if hardware["gpu"]["count"] > 1 else "NCCL's single-node test needs two GPUs or more"
 
@@ -1322,7 +1328,7 @@ CHECKS = {
     "driver.fabric_manager": ("Fabric manager at the driver's version", _nvswitch, check_driver_fabric_manager, True),
     "fabric.ports": ("RDMA ports active at rate", _ports, check_fabric_ports, True),
     "fabric.counters": ("RDMA port error counters", _ib_ports, check_fabric_counters, True),
-    "fabric.bandwidth": ("ib_write_bw per port between node pairs", _ib_ports, check_fabric_bandwidth, True),
+    "fabric.bandwidth": ("ib_write_bw per port between node pairs", _ib_bandwidth, check_fabric_bandwidth, True),
     "inventory.vbios": ("GPU VBIOS versions", _gpus, check_inventory_vbios, True),
     "inventory.hca_firmware": ("RDMA adapter firmware", _ports, check_inventory_hca_firmware, True),
     "nccl.single_node": ("NCCL all_reduce bus bandwidth, one node", _nccl, check_nccl_single_node, _has_nccl_gate),
