@@ -37,6 +37,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import (
     dcgm,
     dkms,
     infiniband,
+    kubernetes_node,
     nvidia_smi,
     osinfo,
     parsing,
@@ -346,6 +347,7 @@ def read_state(evidence):
         "system": _dmi_state(evidence),
         "nccl": _json(_item(evidence, "nccl-tests-results.json")),
         "bandwidth": _json(_item(evidence, "ib-write-bw.json")),
+        "kubernetes": _item(evidence, "kubernetes-node.json"),
         "cuda": _item(evidence, "cuda-check.txt"),
         "container": _item(evidence, "container-gpus.txt"),
     }
@@ -915,10 +917,13 @@ def cuda_fault(error):
                 "cuda_failed")  # fmt: skip
 
 
-def _not_applicable(item):
-    """SKIPPED, not required, where the node's kernel is its container host's (acceptance_read's container flag)."""
+def _not_run(item, what, evidence):
+    """SKIPPED for a run the node did not make: not required where its kernel is its container host's (the item's
+    container flag), else with the reason."""
     if item.get("container"):
         return {**_outcome("SKIPPED", f"not applicable: {item.get('skipped')}"), "not_applicable": True}
+    if not item or item.get("skipped"):
+        return _outcome("SKIPPED", _why_not(item, what), evidence=evidence)
     return None
 
 
@@ -927,11 +932,9 @@ def check_cuda_runtime(state, hardware, gate_values):
     evidence = ("cuda-check.txt",)
     expected = hardware["gpu"]["count"]
     gate = f"a kernel round trip on each of {expected} GPU(s)"
-    skipped = _not_applicable(item)
+    skipped = _not_run(item, "the CUDA check", evidence)
     if skipped:
         return skipped
-    if not item or item.get("skipped"):
-        return _outcome("SKIPPED", _why_not(item, "the CUDA check"), evidence=evidence)
     step = item.get("step")
     if step in ("nvcc", "nvcc --version"):
         return _outcome("ERROR", f"{item.get('message')}: the cuda_toolkit stage has not installed a toolkit here",
@@ -968,11 +971,9 @@ def check_container_gpus(state, hardware, gate_values):
     evidence = ("container-gpus.txt",)
     expected = hardware["gpu"]["count"]
     gate = f"{expected} GPU(s) in a container through containerd's nvidia runtime"
-    skipped = _not_applicable(item)
+    skipped = _not_run(item, "the GPU container", evidence)
     if skipped:
         return skipped
-    if not item or item.get("skipped"):
-        return _outcome("SKIPPED", _why_not(item, "the GPU container"), evidence=evidence)
     if item.get("missing"):
         return _outcome("ERROR", "containerd's ctr is not installed on the node (the k8s_node stage installs "
                         "containerd)", None, gate, "tool_missing", evidence)  # fmt: skip
@@ -996,6 +997,85 @@ def check_container_gpus(state, hardware, gate_values):
     return _outcome(
         "PASS", f"a container through the nvidia runtime saw {len(uuids)} GPU(s)", value, gate, evidence=evidence
     )
+
+
+def _node_object(state):
+    """(the Node object, None) or (None, the outcome when there is none to judge)."""
+    item = state["kubernetes"]
+    evidence = ("kubernetes-node.json",)
+    if item.get("not_applicable"):
+        return None, {**_outcome("SKIPPED", f"not applicable: {item.get('skipped')}"), "not_applicable": True}
+    if not item or item.get("skipped"):
+        return None, _outcome("SKIPPED", _why_not(item, "the Node object"), evidence=evidence)
+    if item.get("rc") != 0:
+        return None, _outcome("ERROR", f"the Kubernetes API was not read: {_why_not(item, 'k8s_info')}", None, None,
+                              "tool_failed", evidence)  # fmt: skip
+    nodes = _json(item)
+    if not isinstance(nodes, list):
+        return None, _outcome("ERROR", "the Node object read is unreadable", None, None, "tool_failed", evidence)
+    if not nodes or not isinstance(nodes[0], dict):
+        return None, _outcome("FAIL", "the cluster has no Node object of this node: it has not joined", None,
+                              "joined", "k8s_node_missing", evidence)  # fmt: skip
+    return nodes[0], None
+
+
+def check_k8s_ready(state, hardware, gate_values):
+    node, outcome = _node_object(state)
+    if outcome:
+        return outcome
+    evidence = ("kubernetes-node.json",)
+    info = (node.get("status") or {}).get("nodeInfo") or {}
+    value = {"ready": kubernetes_node.ready(node), "kubelet": info.get("kubeletVersion")}
+    if not value["ready"]:
+        return _outcome("FAIL", f"the Node is not Ready: {kubernetes_node.ready(node, 'reason')}", value, "Ready",
+                        "k8s_not_ready", evidence)  # fmt: skip
+    spec = node.get("spec") or {}
+    if spec.get("unschedulable"):
+        return _outcome("WARN", "the Node is Ready but cordoned (unschedulable)", value, "Ready", evidence=evidence)
+    return _outcome("PASS", f"the Node is Ready (kubelet {info.get('kubeletVersion', 'unknown')})", value, "Ready",
+                    evidence=evidence)  # fmt: skip
+
+
+def check_k8s_labels(state, hardware, gate_values):
+    node, outcome = _node_object(state)
+    if outcome:
+        return outcome
+    prefix = state["kubernetes"].get("label_prefix") or "gpuops.io"
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    want = {f"{prefix}/hardware-profile": str(hardware.get("profile"))}
+    if hardware["gpu"]["count"] > 0:
+        want[f"{prefix}/gpu.count"] = str(hardware["gpu"]["count"])
+    wrong = {k: labels.get(k) for k, v in want.items() if labels.get(k) != v}
+    value = {k: labels.get(k) for k in want}
+    gate = ", ".join(f"{k}={v}" for k, v in want.items())
+    if wrong:
+        said = ", ".join(f"{k} is {v!r}" if v is not None else f"{k} is missing" for k, v in wrong.items())
+        return _outcome("FAIL", f"the Node's labels do not say what the node is: {said}", value, gate, "k8s_labels",
+                        ("kubernetes-node.json",))  # fmt: skip
+    return _outcome("PASS", f"the Node is labelled {gate}", value, gate, evidence=("kubernetes-node.json",))
+
+
+def check_k8s_gpus(state, hardware, gate_values):
+    node, outcome = _node_object(state)
+    if outcome:
+        return outcome
+    evidence = ("kubernetes-node.json",)
+    expected = hardware["gpu"]["count"]
+    status = node.get("status") or {}
+    allocatable = (status.get("allocatable") or {}).get("nvidia.com/gpu")
+    capacity = (status.get("capacity") or {}).get("nvidia.com/gpu")
+    if allocatable is None and capacity is None:
+        # GPUs for pods come from a device plugin this collection does not deploy (the GPU operator's): without one
+        # the check does not apply, rather than holding the node back.
+        return {**_outcome("SKIPPED", "not applicable: no device plugin advertises nvidia.com/gpu on the Node (the "
+                           "NVIDIA device plugin or GPU operator is not deployed)", evidence=evidence),
+                "not_applicable": True}  # fmt: skip
+    count = parsing.to_int(str(allocatable if allocatable is not None else "0"))
+    value = {"allocatable": allocatable, "capacity": capacity}
+    if count is None or count < expected:
+        return _outcome("FAIL", f"the Node offers {allocatable} nvidia.com/gpu to pods (capacity {capacity}), the "
+                        f"profile has {expected}", value, expected, "k8s_gpus_missing", evidence)  # fmt: skip
+    return _outcome("PASS", f"the Node offers {count} nvidia.com/gpu to pods", value, expected, evidence=evidence)
 
 
 _PORT_FAULTS = {
@@ -1334,6 +1414,9 @@ CHECKS = {
     "nccl.single_node": ("NCCL all_reduce bus bandwidth, one node", _nccl, check_nccl_single_node, _has_nccl_gate),
     "cuda.runtime": ("A CUDA kernel on every GPU", _gpus, check_cuda_runtime, True),
     "container.gpus": ("Every GPU in a container", _gpus, check_container_gpus, True),
+    "kubernetes.ready": ("Kubernetes Node Ready", lambda hardware: None, check_k8s_ready, True),
+    "kubernetes.labels": ("Kubernetes Node labels", lambda hardware: None, check_k8s_labels, True),
+    "kubernetes.gpus": ("GPUs Kubernetes offers to pods", _gpus, check_k8s_gpus, True),
 }
 
 

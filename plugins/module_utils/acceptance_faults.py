@@ -118,6 +118,12 @@ SOURCES = {
         "Troubleshooting (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/troubleshooting.html)"
         " for nvidia-container-cli's initialization errors."
     ),
+    "kubernetes_nodes": (
+        "Kubernetes documentation, Nodes, 'Node status' (https://kubernetes.io/docs/reference/node/node-status/): "
+        "'Ready: True if the node is healthy and ready to accept pods'; Schedule GPUs "
+        "(https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/): GPUs are advertised as a schedulable "
+        "resource (nvidia.com/gpu) by the vendor's device plugin, which 'you have to install'."
+    ),
     "ofa_error_counters": (
         "OpenFabrics Alliance wiki, Overview of Error Counters, "
         "https://www.openfabrics.org/mediawiki/index.php/Overview_of_Error_Counters: LinkDowned 'Usually associated "
@@ -368,6 +374,34 @@ FAULTS = {
         "regenerate the spec after a GPU or driver change (nvidia-ctk cdi generate).",
         "nvidia_container_toolkit",
         "a container sees fewer GPUs than the node",
+    ),
+    # Kubernetes
+    "k8s_node_missing": _fault(
+        "high",
+        "Run the Kubernetes stage on the node (playbooks/k8s_node.yml): it joins it and waits for Ready; then rerun.",
+        "kubernetes_nodes",
+        "the node has not joined",
+    ),
+    "k8s_not_ready": _fault(
+        "high",
+        "Read why kubelet is not Ready (journalctl -u kubelet; the Node's conditions: network plugin, disk, memory "
+        "pressure), fix it, then rerun.",
+        "kubernetes_nodes",
+        "the Node is not Ready",
+    ),
+    "k8s_labels": _fault(
+        "medium",
+        "Rerun the Kubernetes stage: it labels the Node from the node's GPUs and profile; schedulers select GPU nodes "
+        "by these labels.",
+        "kubernetes_nodes",
+        "the Node's labels are wrong",
+    ),
+    "k8s_gpus_missing": _fault(
+        "high",
+        "Check the NVIDIA device plugin's pod on this node (its log lists the GPUs it found) and the container "
+        "runtime's nvidia runtime (this report's container check); restart the plugin after a driver change.",
+        "kubernetes_nodes",
+        "Kubernetes offers fewer GPUs than the node has",
     ),
     # Kernel log
     "kernel_log_unreadable": _fault("low", RERUN, "nvidia_smi_manual", "kernel log unreadable"),

@@ -399,6 +399,9 @@ VARIABLES = {
     "acceptance_bandwidth_passes": Rule(
         _scalar(integer(1, 5)), "the passes of pair tests, 1 (no isolation) to 5, e.g. 3"
     ),
+    "acceptance_label_prefix": Rule(
+        _scalar(dns_subdomain), "a DNS subdomain such as gpuops.io (k8s_node_label_prefix)"
+    ),
     "acceptance_cuda_root": Rule(
         _scalar(absolute_path), "the CUDA root whose bin/nvcc builds the check, e.g. /usr/local/cuda"
     ),
@@ -557,6 +560,7 @@ VARIABLES.update(OPTIONAL)
 # Kubernetes).
 WHERE_USED = {
     "nvidia_driver_kubernetes_node_name": Rule(_scalar(dns_subdomain), "the node's name in the cluster, in lower case"),
+    "acceptance_node_name": Rule(_scalar(dns_subdomain), "the node's name in the cluster, in lower case"),
 }
 
 # Checked by their role's own function (a structure of their own), or a closed set of choices the argument
@@ -575,6 +579,7 @@ STRUCTURED = {
     "k8s_node_control_plane_version": "kubernetes_node.input_problems",
     "k8s_node_control_plane_host": "kubernetes_node.input_problems",
     "k8s_node_kubeconfig": "_common kubeconfig_check",
+    "acceptance_kubeconfig": "_common kubeconfig_check (acceptance preflight, where the nodes join Kubernetes)",
     "acceptance_required": "acceptance.input_problems (check ids)",
     "acceptance_optional": "acceptance.input_problems (check ids)",
     "cuda_toolkit_versions": "cuda_toolkit.input_problems",

@@ -42,6 +42,8 @@ BAD = {
     "acceptance_bandwidth": BOOL,
     "acceptance_bandwidth_duration": [(0, "out of range: from 1 to 300"), ("5s", "not a whole number")],
     "acceptance_bandwidth_passes": [(6, "out of range: from 1 to 5")],
+    "acceptance_label_prefix": [("gpuops.io/x", "not a Kubernetes node name")],
+    "acceptance_node_name": [("GPU-Node-01", "not a Kubernetes node name")],
     "acceptance_cuda_root": [("usr/local/cuda", "not an absolute path"), ("/usr/local/cuda; x", "not an absolute")],
     "acceptance_container_image": [("nvcr.io/nvidia/cuda:12.2.2 --privileged", "not an image reference")],
     "acceptance_results_dir": [("reports", "not an absolute path"), ("/srv/r\nx", "not an absolute")],

@@ -61,6 +61,27 @@ HALF = {"client": "perftest/ib-write-bw-ndr-cx7-client-half-rate.derived.txt",
         "server": "perftest/ib-write-bw-ndr-server-half-rate.derived.txt"}  # fmt: skip
 
 
+# A Node object as the Kubernetes API returns it (the fields the checks read; the k8s_node stage's labels), with the
+# NVIDIA device plugin's resource.
+NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "n1", "labels": {"gpuops.io/hardware-profile": "hgx_h100_8gpu", "gpuops.io/gpu.count": "8",
+                                          "kubernetes.io/hostname": "n1"}},
+    "spec": {},
+    "status": {
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                        "message": "kubelet is posting ready status"}],
+        "capacity": {"cpu": "224", "nvidia.com/gpu": "8"},
+        "allocatable": {"cpu": "224", "nvidia.com/gpu": "8"},
+        "nodeInfo": {"kubeletVersion": "v1.31.4"},
+    },
+}  # fmt: skip
+
+
+NOT_JOINING = {"skipped": "gpuops_kubernetes_join is false: the node joins no cluster", "not_applicable": True}
+
+
 def bw_run(capture):
     parsed = perftest.parse_write_bw(fixture(capture))
     return {"ok": True, "exit_code": 0, "average_gbps": parsed["average_gbps"], "messages": []}
@@ -110,6 +131,7 @@ def evidence(
     cuda=CUDA_HEALTHY,
     container=CONTAINER_HEALTHY,
     bandwidth=None,
+    node=None,
 ):
     """A node's acceptance_read evidence: by default the healthy simulated H100 node with driver 565.57.01 (the
     counters: each InfiniBand port read twice, both reads given as (first, second) evidence items or captures)."""
@@ -141,6 +163,11 @@ def evidence(
             {**run(fixture(container[0]), container[1]), "step": "run"} if isinstance(container, tuple) else container
         ),
         "ib-write-bw.json": run(json.dumps(bandwidth_record() if bandwidth is None else bandwidth)),
+        "kubernetes-node.json": (
+            {**run(json.dumps([NODE if node is None else node])), "label_prefix": "gpuops.io"}
+            if not (isinstance(node, dict) and ("rc" in node or "skipped" in node or not node))
+            else node
+        ),
     }
     return items
 
@@ -161,8 +188,8 @@ def test_a_healthy_h100_node_is_accepted_with_every_check_passed():
     result = judge()
     assert statuses(result) == dict.fromkeys(acceptance.CHECKS, "PASS") | {"nccl.single_node": "SKIPPED"}
     assert result["verdict"] == "accepted" and result["accepted"] is True
-    assert result["counts"] == {"PASS": 21, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
-    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (21 PASS, 1 SKIPPED)"
+    assert result["counts"] == {"PASS": 24, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
+    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (24 PASS, 1 SKIPPED)"
     assert result["gates"]["nccl_all_reduce_busbw_gbps"]["value"] == 460.0
 
 
@@ -729,10 +756,15 @@ def test_recovery_and_persistence():
 def test_a_profile_without_gpus_skips_the_gpu_checks_with_the_reason():
     cpu = {"profile": "cpu", "gpu": {"model": "none", "architecture": "none", "count": 0, "nvswitch": False},
            "infiniband": {"ports": 0, "rate_gbps": 0, "link_layer": "InfiniBand"}}  # fmt: skip
-    result = acceptance.node_results("n1", cpu, {})
+    # A node that joins no cluster: the Kubernetes checks do not apply either.
+    result = acceptance.node_results("n1", cpu, {"kubernetes-node.json": NOT_JOINING})
     assert set(statuses(result).values()) == {"SKIPPED"}
     assert check(result, "gpu.count")["reason"] == "the profile has no GPUs"
     assert result["verdict"] == "accepted"
+    # Without that: nothing read the Node, which the node must have.
+    result = acceptance.node_results("n1", cpu, {})
+    assert (check(result, "kubernetes.ready")["reason"], result["verdict"]) == ("the Node object was not collected",
+                                                                         "incomplete")  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -1020,6 +1052,68 @@ def test_a_test_that_could_not_run_is_an_error_not_a_failure():
     found = check(judge(bandwidth=record), "fabric.bandwidth")
     assert (found["status"], found["fault"]) == ("ERROR", "tool_failed")
     assert found["reason"].startswith("ib_write_bw did not measure mlx5_0, mlx5_1")
+
+
+def k8s(node, check_id):
+    return check(judge(node=node), check_id)
+
+
+def test_a_ready_node_with_the_stages_labels_and_every_gpu_for_pods():
+    assert [k8s(None, i)["status"] for i in ("kubernetes.ready", "kubernetes.labels", "kubernetes.gpus")] == [
+        "PASS"
+    ] * 3
+    assert k8s(None, "kubernetes.ready")["reason"] == "the Node is Ready (kubelet v1.31.4)"
+    assert k8s(None, "kubernetes.gpus")["reason"] == "the Node offers 8 nvidia.com/gpu to pods"
+
+
+def with_status(**changes):
+    return {**NODE, "status": {**NODE["status"], **changes}}
+
+
+@pytest.mark.parametrize(
+    ("node", "check_id", "status", "fault", "reason"),
+    [
+        (with_status(conditions=[{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                                  "message": "container runtime network not ready"}]),
+         "kubernetes.ready", "FAIL", "k8s_not_ready",
+         "the Node is not Ready: Ready is False (KubeletNotReady: container runtime network not ready)"),
+        (with_status(conditions=[]), "kubernetes.ready", "FAIL", "k8s_not_ready",
+         "the Node is not Ready: it reports no Ready condition yet"),
+        ({**NODE, "spec": {"unschedulable": True}}, "kubernetes.ready", "WARN", None,
+         "the Node is Ready but cordoned (unschedulable)"),
+        ({**NODE, "metadata": {"name": "n1", "labels": {"gpuops.io/gpu.count": "7"}}}, "kubernetes.labels", "FAIL",
+         "k8s_labels", "the Node's labels do not say what the node is: gpuops.io/hardware-profile is missing, "
+         "gpuops.io/gpu.count is '7'"),
+        (with_status(allocatable={"cpu": "224", "nvidia.com/gpu": "7"}), "kubernetes.gpus", "FAIL", "k8s_gpus_missing",
+         "the Node offers 7 nvidia.com/gpu to pods (capacity 8), the profile has 8"),
+        (with_status(allocatable={"cpu": "224", "nvidia.com/gpu": "9"}), "kubernetes.gpus", "PASS", None,
+         "the Node offers 9 nvidia.com/gpu to pods"),
+        (with_status(allocatable={"cpu": "224"}, capacity={"cpu": "224"}), "kubernetes.gpus", "SKIPPED", None,
+         "not applicable: no device plugin advertises nvidia.com/gpu on the Node"),
+        ({"rc": 1, "stdout": "", "stderr": "Failed to load kubeconfig"}, "kubernetes.ready", "ERROR", "tool_failed",
+         "the Kubernetes API was not read: k8s_info exited with 1: Failed to load kubeconfig"),
+        ({**run("[]")}, "kubernetes.gpus", "FAIL", "k8s_node_missing",
+         "the cluster has no Node object of this node: it has not joined"),
+        ({**run("{x")}, "kubernetes.labels", "ERROR", "tool_failed", "the Node object read is unreadable"),
+    ],
+)  # fmt: skip
+def test_kubernetes_checks(node, check_id, status, fault, reason):
+    found = k8s(node, check_id)
+    assert (found["status"], found["fault"]) == (status, fault)
+    assert found["reason"].startswith(reason)
+
+
+def test_without_a_device_plugin_the_gpus_for_pods_are_not_required():
+    result = judge(node=with_status(allocatable={"cpu": "224"}, capacity={"cpu": "224"}))
+    assert (check(result, "kubernetes.gpus")["required"], result["verdict"]) == (False, "accepted")
+
+
+def test_a_node_that_joins_no_cluster_is_not_judged_on_kubernetes():
+    result = judge(node=NOT_JOINING)
+    for check_id in ("kubernetes.ready", "kubernetes.labels", "kubernetes.gpus"):
+        found = check(result, check_id)
+        assert (found["status"], found["required"]) == ("SKIPPED", False)
+    assert result["verdict"] == "accepted"
 
 
 def test_bandwidth_gate_from_the_profile_else_the_port_rate():

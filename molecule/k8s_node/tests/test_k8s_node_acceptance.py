@@ -1,0 +1,63 @@
+"""The acceptance stage's Kubernetes checks on the joined gpu node: its Node object read from the controller through
+the stand-in API server (prepare.yml's admin.conf), as the stage reads it after this one in site.yml."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
+KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
+K8S = ("kubernetes.ready", "kubernetes.labels", "kubernetes.gpus")
+
+
+def accept(stage_run, results):
+    rc, output = stage_run(
+        ROOT / "playbooks" / "acceptance.yml",
+        "acceptance",
+        ["--limit", "gpu", "-e", f"acceptance_kubeconfig={EPHEMERAL / 'admin.conf'}",
+         "-e", f"acceptance_results_dir={results}", "-e", "acceptance_fail_unaccepted=false",
+         "-e", "acceptance_counter_interval=1"],
+    )  # fmt: skip
+    assert rc == 0, output[-3000:]
+    (run,) = sorted(results.iterdir())[-1:]
+    document = json.loads((run / "nodes" / "gpu.json").read_text())
+    return {c["id"]: c for c in document["checks"] if c["id"] in K8S}
+
+
+def test_the_joined_node_is_ready_labelled_and_without_a_device_plugin_its_gpus_are_not_required(
+    host, stage_run, tmp_path
+):
+    if host.backend.get_hostname() != "cp":
+        pytest.skip("runs once, from the control plane's turn")
+    checks = accept(stage_run, tmp_path)
+    assert (checks["kubernetes.ready"]["status"], checks["kubernetes.ready"]["reason"]) == (
+        "PASS", "the Node is Ready (kubelet v1.31.4)")  # fmt: skip
+    assert checks["kubernetes.labels"]["status"] == "PASS"
+    assert checks["kubernetes.labels"]["value"] == {
+        "gpuops.io/hardware-profile": "pcie_l40s_4gpu",
+        "gpuops.io/gpu.count": "4",
+    }
+    gpus = checks["kubernetes.gpus"]
+    assert (gpus["status"], gpus["required"]) == ("SKIPPED", False)
+    assert gpus["reason"].startswith("not applicable: no device plugin advertises nvidia.com/gpu")
+
+
+def test_a_device_plugin_offering_fewer_gpus_fails_the_node(host, stage_run, tmp_path):
+    """What the NVIDIA device plugin posts (capacity and allocatable nvidia.com/gpu), one GPU short."""
+    if host.backend.get_hostname() != "cp":
+        pytest.skip("runs once, from the control plane's turn")
+    patch = json.dumps({"status": {"capacity": {"nvidia.com/gpu": "4"}, "allocatable": {"nvidia.com/gpu": "3"}}})
+    host.run_expect([0], f"{KUBECTL} patch node gpu --subresource=status --type=merge -p '{patch}'")
+    try:
+        checks = accept(stage_run, tmp_path)
+    finally:
+        undo = json.dumps({"status": {"capacity": {"nvidia.com/gpu": None}, "allocatable": {"nvidia.com/gpu": None}}})
+        host.run_expect([0], f"{KUBECTL} patch node gpu --subresource=status --type=merge -p '{undo}'")
+    gpus = checks["kubernetes.gpus"]
+    assert (gpus["status"], gpus["fault"], gpus["required"]) == ("FAIL", "k8s_gpus_missing", True)
+    assert gpus["reason"] == "the Node offers 3 nvidia.com/gpu to pods (capacity 4), the profile has 4"
