@@ -30,7 +30,8 @@ description:
     whose kernel and GPUs are its host's, neither runs and each item says why.
   - A tool that is missing or fails is recorded as such; the module itself fails only on bad options. Judging is the
     controller's (C(gpuops.bringup.acceptance_results)), from this evidence alone.
-  - Changes nothing.
+  - Changes nothing on the node but the GPU container's image, pulled into containerd's C(gpuops) namespace where
+    it is not there yet (the container toolkit stage's check pulls the same image); in check mode nothing is pulled.
 author: gpuops.bringup developers (@gpuops)
 options:
   since_boot:
@@ -270,6 +271,9 @@ def container_gpus(collector, image):
     if present.get("missing"):
         return present
     if image not in (present.get("stdout") or ""):
+        if collector.module.check_mode:
+            return {"skipped": f"check mode: {image} is not in containerd's {CONTAINER_NAMESPACE} namespace, and is "
+                    "not pulled"}  # fmt: skip
         pulled = collector.run(ctr[0], [*ctr[1:], "image", "pull", image], keep_end=True)
         if pulled.get("rc") != 0:
             return {**pulled, "step": "pull"}

@@ -365,6 +365,21 @@ CASES = {
             )
         ),
     ),
+    # In check mode an image containerd lacks is not pulled (where the machine has its own kernel).
+    "acceptance_check_mode_no_pull": (
+        "acceptance_read",
+        {"container_image": IMAGE, "dcgm_level": 0},
+        {
+            "ctr": {f"-n gpuops image check name=={IMAGE}": b"REF TYPE DIGEST STATUS SIZE UNPACKED\n"},
+            "check_mode": True,
+        },
+        ok(
+            lambda r: (
+                r["evidence"]["container-gpus.txt"].get("container") is True
+                or r["evidence"]["container-gpus.txt"]["skipped"].startswith("check mode: nvcr.io/nvidia/cuda")
+            )
+        ),
+    ),
     "acceptance_check_mode": ("acceptance_read", {}, {"nvidia-smi": {}, "check_mode": True}, ok()),
     "acceptance_bad_option": ("acceptance_read", {"max_bytes": 10}, {}, refused("max_bytes must be 4096 or more")),
     "acceptance_no_dcgm": (
