@@ -28,8 +28,9 @@ def _step(run_command, argv, what, cwd=None):
     return out
 
 
-def compile_and_run(run_command, root, source, run=False, inspect=True):
-    """nvcc's version, the program's libraries (with inspect: readelf -d, ldd) and its output (with run).
+def compile_and_run(run_command, root, source, run=False, inspect=True, run_prefix=()):
+    """nvcc's version, the program's libraries (with inspect: readelf -d, ldd) and its output (with run; run_prefix
+    before the program: a time limit).
 
     run_command(argv, cwd) returns (rc, stdout, stderr); StepFailed names the first step that failed, the run of
     the program included (its output is the evidence: CUDA's error string)."""
@@ -52,7 +53,7 @@ def compile_and_run(run_command, root, source, run=False, inspect=True):
             needed = cuda_toolkit.parse_needed(_step(run_command, ["readelf", "-d", program], "readelf -d"))
             resolved = cuda_toolkit.parse_ldd(_step(run_command, ["ldd", program], "ldd"))
             libraries = {"needed": needed, "resolved": resolved}
-        output = _step(run_command, [program], "running the program") if run else ""
+        output = _step(run_command, [*run_prefix, program], "running the program") if run else ""
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {"nvcc": version, "libraries": libraries, "ran": run, "output": output}

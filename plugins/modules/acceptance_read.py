@@ -236,6 +236,24 @@ IN_CONTAINER = {
 }
 
 
+# A GPU that hangs CUDA, or a container runtime that hangs, must not hang the read: each run gets this long
+# (coreutils timeout: exit 124 when it ran out).
+PROGRAM_SECONDS = 120
+CONTAINER_SECONDS = 600
+
+
+def time_limit(module, seconds):
+    """The argv prefix that stops a command after seconds (then kills it 10 s later), where timeout is installed."""
+    path = module.get_bin_path("timeout")
+    return (path, "--kill-after=10", str(seconds)) if path else ()
+
+
+def run_limited(collector, seconds, argv):
+    """A command item of argv run under time_limit (its cmd starts with timeout's)."""
+    limit = time_limit(collector.module, seconds)
+    return collector.run("timeout", [*limit[1:], *argv]) if limit else collector.run(argv[0], argv[1:])
+
+
 def cuda_check(collector, root, source):
     """The CUDA check program compiled with root's nvcc and run: the run's item, or the step that failed."""
     if not source:
@@ -245,7 +263,8 @@ def cuda_check(collector, root, source):
         return collector.module.run_command(argv, environ_update=C_LOCALE, cwd=cwd, errors="replace")
 
     try:
-        result = cuda_program.compile_and_run(run_command, root, source, run=True, inspect=False)
+        result = cuda_program.compile_and_run(run_command, root, source, run=True, inspect=False,
+                                              run_prefix=time_limit(collector.module, PROGRAM_SECONDS))  # fmt: skip
     except cuda_program.StepFailed as failed:
         # The program's own exit status and output are the evidence, not a failure of this module.
         out, cut_out = collector._cap(failed.stdout)
@@ -278,9 +297,10 @@ def container_gpus(collector, image):
         if pulled.get("rc") != 0:
             return {**pulled, "step": "pull"}
     # The image's CUDA requirement is not what is checked here, so it is waived.
-    ran = collector.run(ctr[0], [*ctr[1:], "run", "--rm", "--runc-binary", "/usr/bin/nvidia-container-runtime",
-                                 "--env", "NVIDIA_VISIBLE_DEVICES=all", "--env", "NVIDIA_DISABLE_REQUIRE=1", image,
-                                 CONTAINER_NAME, "nvidia-smi", "-L"])  # fmt: skip
+    run = [*ctr, "run", "--rm", "--runc-binary", "/usr/bin/nvidia-container-runtime", "--env",
+           "NVIDIA_VISIBLE_DEVICES=all", "--env", "NVIDIA_DISABLE_REQUIRE=1", image, CONTAINER_NAME, "nvidia-smi",
+           "-L"]  # fmt: skip
+    ran = run_limited(collector, CONTAINER_SECONDS, run)
     return {**ran, "step": "run"}
 
 
