@@ -179,12 +179,13 @@ def test_bandwidth_peer_on_another_link_layer_stops_in_preflight(host, tmp_path,
 
 
 NO_CUDA = "this perftest was built without CUDA (ib_write_bw --help offers no --use_cuda): it cannot use GPU memory"
-# What verify says of the run, per rdma_fabric_perftest_gpudirect: auto runs Debian's real perftest on both ends (no
-# RDMA device in a container); required asks each end's real ib_write_bw --help first and runs neither.
+# What verify says of the run, per rdma_fabric_perftest_gpudirect: auto runs Debian's real perftest on l40s (no RDMA
+# device in a container) and h100's simulated one, which replays NDR runs on its InfiniBand ports and has no capture
+# for its Ethernet bond; required asks each end's ib_write_bw --help first and runs neither.
 BANDWIDTH_FAILURE = {
     "auto": "l40s failed rdma_fabric verification: ib_write_bw l40s (mlx5_0) -> h100 could not run (exit 1): Did not "
     "detect devices If device exists, check if driver is up Unable to find the Infiniband/RoCE device; the server on "
-    "h100: Did not detect devices",
+    "h100: ib_write_bw (simulated): no capture for arguments '-d mlx5_bond_0 -D 5 -s 65536 -p 18515 -F --report_gbits'",
     "required": f"l40s failed rdma_fabric verification: ib_write_bw l40s (mlx5_0) -> h100 could not run: {NO_CUDA}; "
     f"the server on h100: {NO_CUDA}",
 }

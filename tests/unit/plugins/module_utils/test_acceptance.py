@@ -763,8 +763,8 @@ def test_a_profile_without_gpus_skips_the_gpu_checks_with_the_reason():
     assert result["verdict"] == "accepted"
     # Without that: nothing read the Node, which the node must have.
     result = acceptance.node_results("n1", cpu, {})
-    assert (check(result, "kubernetes.ready")["reason"], result["verdict"]) == ("the Node object was not collected",
-                                                                         "incomplete")  # fmt: skip
+    found = check(result, "kubernetes.ready")
+    assert (found["reason"], result["verdict"]) == ("the Node object was not collected", "incomplete")
 
 
 @pytest.mark.parametrize(
