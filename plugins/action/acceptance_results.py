@@ -38,11 +38,6 @@ def _collection():
     return {"name": f"{info.get('namespace')}.{info.get('name')}", "version": info.get("version")}
 
 
-def _rack(group_names):
-    racks = sorted(g for g in group_names or () if g.startswith("rack_"))
-    return racks[0] if racks else None
-
-
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -99,7 +94,7 @@ class ActionModule(ActionBase):
         read = args["evidence"] or {}
         document = acceptance.node_results(
             node, hardware, read.get("evidence") or {}, required=args["required"], optional=args["optional"],
-            rack=_rack(task_vars.get("group_names")), simulated=read.get("simulated") or False,
+            rack=acceptance_results.rack_of(task_vars.get("group_names")), simulated=read.get("simulated") or False,
             run_id=args["run_id"],
         )  # fmt: skip
         document["finished_at"] = _now()
@@ -121,9 +116,9 @@ class ActionModule(ActionBase):
                 "the node was unreachable or the stage failed on it before its checks were judged"
             )
             hardware = values.get("gpuops_hardware") or {}
-            entries.append(acceptance_results.unreachable_entry(
-                host, _rack(values.get("group_names")), hardware.get("profile") if isinstance(hardware, dict) else None,
-                str(why)))  # fmt: skip
+            profile = hardware.get("profile") if isinstance(hardware, dict) else None
+            rack = acceptance_results.rack_of(values.get("group_names"))
+            entries.append(acceptance_results.unreachable_entry(host, rack, profile, str(why)))
         run = {
             "run_id": args["run_id"],
             "started_at": args["started_at"] or _now(),

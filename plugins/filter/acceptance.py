@@ -5,7 +5,7 @@ gates by profile name for the nccl_tests stage, and the plans and records of its
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_pairs
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_pairs, acceptance_results
 from ansible_collections.gpuops.bringup.plugins.module_utils.acceptance import input_problems, nccl_gates_by_profile
 from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
 
@@ -18,11 +18,6 @@ def _acceptance_nccl_gates(profiles):
     return nccl_gates_by_profile(plain(list(profiles or [])))
 
 
-def _rack(group_names):
-    racks = sorted(g for g in group_names or () if str(g).startswith("rack_"))
-    return str(racks[0]) if racks else None
-
-
 def _acceptance_bandwidth_members(hosts, hostvars):
     """The play's nodes that take part in the bandwidth passes: those read, on an InfiniBand profile."""
     members = []
@@ -32,7 +27,7 @@ def _acceptance_bandwidth_members(hosts, hostvars):
         hardware = plain(values.get("gpuops_hardware") or {})
         if not isinstance(read.get("evidence"), dict) or acceptance.CHECKS["fabric.bandwidth"][1](hardware):
             continue
-        rack = _rack(plain(values.get("group_names")))
+        rack = acceptance_results.rack_of(plain(values.get("group_names")))
         members.append(acceptance.bandwidth_member(str(host), rack, read["evidence"], hardware))
     return members
 

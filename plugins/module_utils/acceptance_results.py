@@ -228,6 +228,12 @@ def write_run(run_dir, run, entries):
     return document
 
 
+def rack_of(group_names):
+    """A node's rack: its first rack_* group (the inventory's convention), or None."""
+    racks = sorted(str(g) for g in group_names or () if str(g).startswith("rack_"))
+    return racks[0] if racks else None
+
+
 def _racks(entries):
     racks = {}
     for entry in entries:

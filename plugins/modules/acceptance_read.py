@@ -139,7 +139,7 @@ class Collector:
         self.module = module
         self.limit = module.params["max_bytes"]
 
-    def _cap(self, text, keep_end=False):
+    def cap(self, text, keep_end=False):
         text = text or ""
         if len(text) <= self.limit:
             return text, False
@@ -150,8 +150,8 @@ class Collector:
         if not runner.available:
             return {"tool": tool, "missing": True}
         rc, out, err = runner(list(args), ok_rc=ANY_RC)
-        out, cut_out = self._cap(out, keep_end)
-        err, cut_err = self._cap(err)
+        out, cut_out = self.cap(out, keep_end)
+        err, cut_err = self.cap(err)
         return {"cmd": [runner.path, *args], "rc": rc, "stdout": out, "stderr": err, "truncated": cut_out or cut_err}
 
     def snapshot(self, data):
@@ -160,7 +160,7 @@ class Collector:
     def file(self, path):
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
-                text, cut = self._cap(handle.read(self.limit + 1))
+                text, cut = self.cap(handle.read(self.limit + 1))
         except OSError:
             return {"path": path, "rc": None, "stdout": None, "stderr": "", "missing": True}
         return {"path": path, "rc": 0, "stdout": text, "stderr": "", "truncated": cut}
@@ -267,11 +267,11 @@ def cuda_check(collector, root, source):
                                               run_prefix=time_limit(collector.module, PROGRAM_SECONDS))  # fmt: skip
     except cuda_program.StepFailed as failed:
         # The program's own exit status and output are the evidence, not a failure of this module.
-        out, cut_out = collector._cap(failed.stdout)
-        err, cut_err = collector._cap(failed.stderr)
+        out, cut_out = collector.cap(failed.stdout)
+        err, cut_err = collector.cap(failed.stderr)
         return {"cmd": failed.argv, "rc": failed.rc, "stdout": out, "stderr": err, "truncated": cut_out or cut_err,
                 "step": failed.step, "message": failed.message}  # fmt: skip
-    out, cut = collector._cap(result["output"])
+    out, cut = collector.cap(result["output"])
     return {"cmd": ["cuda_check"], "rc": 0, "stdout": out, "stderr": "", "truncated": cut, "step": None,
             "nvcc": result["nvcc"]}  # fmt: skip
 

@@ -400,6 +400,12 @@ CASES = {
         {},
         refused("counter_interval must be 1 to 600 seconds, got 0"),
     ),
+    "perftest_bad_rails": (
+        "perftest_bw",
+        {"rails": [{"device": "mlx5_0", "port": 18515}, {"device": "mlx5_1", "port": 18515}]},
+        {},
+        refused("rails use a TCP port twice ([18515, 18515]): each rail needs its own"),
+    ),
     # dcgm_diag: a failed diagnosis is data (not failed); no result at all fails the task with DCGM's words.
     "dcgm_diag_gpu1_fails": (
         "dcgm_diag",

@@ -169,3 +169,9 @@ def test_the_run_id_and_host_name_messages_name_the_fix():
         "inventory host 'a/b' cannot name a results file (letters, digits, '.', '_' and '-' only). Fix: rename the "
         "host in the inventory (ansible_host keeps its address)."
     )
+
+
+def test_a_nodes_rack_is_its_first_rack_group():
+    assert acceptance_results.rack_of(["hgx_h100_8gpu", "rack_b02", "rack_a01"]) == "rack_a01"
+    assert acceptance_results.rack_of(["hgx_h100_8gpu"]) is None
+    assert acceptance_results.rack_of(None) is None
