@@ -1,11 +1,18 @@
 # Copyright: gpuops.bringup contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The nccl_tests role's decisions (module_utils/nccl_tests_plan) as filters."""
+"""The nccl_tests role's decisions (module_utils/nccl_tests_plan, nccl_tests_pairs) as filters."""
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import nccl_tests_plan
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import (
+    acceptance,
+    acceptance_results,
+    nccl_tests_pairs,
+    nccl_tests_plan,
+)
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
 
 
 def _input_problems(params, hardware, published, profiles, groups, play_hosts, node):
@@ -19,8 +26,8 @@ def _fabric_env(state, infiniband, hardware, overrides):
     return nccl_tests_plan.fabric_env(state or None, infiniband or None, hardware or {}, overrides or {})
 
 
-def _report(runs, name, kind, profile, simulated, fabric, hosts=None):
-    return nccl_tests_plan.report(name, kind, profile, simulated, fabric, list(runs or []), hosts)
+def _report(runs, name, kind, profile, simulated, fabric, hosts=None, pairs=None):
+    return nccl_tests_plan.report(name, kind, profile, simulated, fabric, list(runs or []), hosts, plain(pairs) or None)
 
 
 def _plan_runs(stored, benchmarks, rerun, node_inputs, group_inputs=None, group=""):
@@ -35,6 +42,56 @@ def _user_problem(user, entry):
     return nccl_tests_plan.user_problem(str(user), list(entry) if entry is not None else None)
 
 
+def _pair_member(node, pairs, group_names, address, hardware):
+    """This node as the pairs know it (its rack: its first rack_* group; its gate: the profile's
+    nccl_pair_busbw_gbps, else the one published for its GPUs), or None where nccl_tests_pairs is false (also given
+    as a string). Each node makes its own, as play and extra variables do not reach another node's hostvars."""
+    if not boolean(plain(pairs), strict=False):
+        return None
+    hardware = plain(hardware or {})
+    return nccl_tests_pairs.member(
+        str(node), acceptance_results.rack_of(plain(group_names)), str(address), hardware["gpu"]["count"],
+        acceptance.gates(hardware)[0].get("nccl_pair_busbw_gbps"), hardware.get("profile"),
+    )  # fmt: skip
+
+
+def _pair_members(hosts, hostvars):
+    """The members of the pairs (their __nccl_tests_pair_member), in play order."""
+    found = (plain(hostvars[h].get("__nccl_tests_pair_member")) for h in hosts or [])
+    return [m for m in found if m]
+
+
+def _pair_nodes(hosts, hostvars):
+    return [m["node"] for m in _pair_members(hosts, hostvars)]
+
+
+def _pair_inputs(members, args, env, versions):
+    return nccl_tests_pairs.inputs(plain(list(members)), plain(list(args)), plain(env), plain(versions))
+
+
+def _pair_kept(wanted, hostvars, rerun):
+    wanted = plain(wanted)
+    stored = {m["node"]: plain(hostvars[m["node"]].get("__nccl_tests_stored") or {}) for m in wanted["members"]}
+    return nccl_tests_pairs.kept(stored, wanted, rerun)
+
+
+def _pair_plan(members, entries, pass_number, config_dir):
+    return nccl_tests_pairs.plan(plain(list(members)), plain(list(entries or [])), int(pass_number), str(config_dir))
+
+
+def _pair_report(node, record):
+    """The node's part of the pairs from the run's record (members and entries), None without one."""
+    measured = (plain(record) or {}).get("measurement") or {}
+    if not measured.get("entries"):
+        return None
+    return nccl_tests_pairs.report(str(node), measured["members"], measured["entries"])
+
+
+def _pair_entries(round_pairs, results, pass_number, measured_at):
+    return nccl_tests_pairs.entries_of(plain(list(round_pairs)), plain(list(results or [])), int(pass_number),
+                                       str(measured_at))  # fmt: skip
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -44,4 +101,12 @@ class FilterModule:
             "nccl_tests_plan_runs": _plan_runs,
             "nccl_tests_records": _records,
             "nccl_tests_user_problem": _user_problem,
+            "nccl_tests_pair_member": _pair_member,
+            "nccl_tests_pair_nodes": _pair_nodes,
+            "nccl_tests_pair_members": _pair_members,
+            "nccl_tests_pair_inputs": _pair_inputs,
+            "nccl_tests_pair_kept": _pair_kept,
+            "nccl_tests_pair_plan": _pair_plan,
+            "nccl_tests_pair_entries": _pair_entries,
+            "nccl_tests_pair_report": _pair_report,
         }

@@ -38,6 +38,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import (
     dkms,
     infiniband,
     kubernetes_node,
+    nccl_tests_pairs,
     nvidia_smi,
     osinfo,
     parsing,
@@ -58,6 +59,10 @@ FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
 # A version as drivers and firmware print them: 535.274.02, 28.39.1002, 96.00.74.00.01.
 _VERSION_PART = re.compile(r"[0-9]{1,9}|[A-Za-z]{1,9}")
 
+# Oracle's pair test of two nodes' all_reduce_perf (ncclscout.py, its GPU_SHAPES thresholds in GB/s busbw).
+_OCI_PAIRS = (
+    "Oracle's ncclscout.py, two-node all_reduce threshold (UncleMac66/nodenurse bin/ncclscout.py, commit 8b368a95):"
+)
 # Published gates by GPU model and count: a profile gets them by what its GPUs are, whatever its group is called;
 # gpuops_hardware.gates overrides any of them.
 PUBLISHED_GATES = (
@@ -82,11 +87,26 @@ PUBLISHED_GATES = (
         "source": "Azure/azurehpc-health-checks conf/nd96amsr_a100_v4.conf (commit 0e0a1ac2): check_nccl_allreduce "
         "228.0 1 16G, check_ib_bw_gdr 180.0",
     },
+    # Two nodes together (nccl_tests_pairs).
+    *(
+        {
+            "model": model,
+            "count": 8,
+            "gates": {"nccl_pair_busbw_gbps": value},
+            "source": f"{_OCI_PAIRS} {shape} {value:.1f}",
+        }
+        for model, shape, value in (
+            ("NVIDIA H100 80GB HBM3", "H100", 365),
+            ("NVIDIA H200", "H200", 365),
+            ("NVIDIA A100-SXM4-80GB", "A100", 185),
+        )
+    ),
 )
 # What a profile may set under gpuops_hardware.gates, each a number above 0.
 GATE_KEYS = {
     "nccl_all_reduce_busbw_gbps": "single-node all_reduce_perf bus bandwidth (GB/s) at the largest message size",
     "ib_write_bw_gbps": "ib_write_bw per port (Gb/s)",
+    "nccl_pair_busbw_gbps": "all_reduce_perf bus bandwidth (GB/s) of two nodes together (nccl_tests_pairs)",
 }
 # gpuops_hardware.firmware: the expected firmware, and how drift is judged.
 FIRMWARE_KEYS = {
@@ -1347,6 +1367,49 @@ def check_nccl_single_node(state, hardware, gate_values):
                     evidence)  # fmt: skip
 
 
+def check_nccl_pairs(state, hardware, gate_values):
+    gate = gate_values.get("nccl_pair_busbw_gbps")
+    evidence = ("nccl-tests-results.json",)
+    kept = state["nccl"].get(nccl_tests_pairs.KEY) if isinstance(state["nccl"], dict) else None
+    measured = kept.get("measurement") if isinstance(kept, dict) else None
+    if not isinstance(measured, dict):
+        return _outcome("SKIPPED", "no pair measurement on the node: the nccl_tests stage has not run here with "
+                        "nccl_tests_pairs: true and another node", None, gate, evidence=evidence)  # fmt: skip
+    if gate is None:
+        return _outcome("ERROR", "no pair bus bandwidth gate for this profile (gpuops_hardware.gates."
+                        "nccl_pair_busbw_gbps)", None, None, "not_reported", evidence)  # fmt: skip
+    try:
+        found = nccl_tests_pairs.node_outcome(state["node"], measured["members"], measured["entries"], gate)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        return _outcome("ERROR", f"the pairs' record is unreadable: {error!r}", None, gate, "tool_failed", evidence)
+    if found is None:
+        return _outcome("SKIPPED", "the kept pairs did not include this node: rerun the nccl_tests stage with it",
+                        None, gate, evidence=evidence)  # fmt: skip
+    runs = found["runs"]
+    value = [{k: r[k] for k in ("pass", "partner", "busbw_gbps", "passed")} for r in runs]
+    busbw = [r["busbw_gbps"] for r in runs if r["busbw_gbps"] is not None]
+    with_whom = ", ".join(f"{r['partner']} {r['busbw_gbps']:g} GB/s" if r["busbw_gbps"] is not None
+                          else f"{r['partner']} no figure" for r in runs)  # fmt: skip
+    outcome, failed_with = found["outcome"], ", ".join(found["failed_with"])
+    if outcome == acceptance_pairs.PASS:
+        return _outcome("PASS", f"all_reduce_perf with {with_whom}, gate {gate:g}", value, gate, evidence=evidence)
+    if outcome == acceptance_pairs.WARN:
+        return _outcome("WARN", f"below the gate or failed with {failed_with}, which passed with others (that pair's "
+                        f"fault, not this node's); {with_whom}", value, gate, evidence=evidence)  # fmt: skip
+    if outcome == acceptance_pairs.FAIL:
+        reasons = "; ".join(dict.fromkeys(x for r in runs for x in r["reasons"]))
+        below = bool(busbw) and all(r["reasons"] and all("below" in x for x in r["reasons"]) for r in runs)
+        if failed_with:
+            return _outcome("FAIL", f"failed with {failed_with}, which passed with others: {reasons}", value, gate,
+                            "nccl_pair_below_gate" if below else "nccl_pair_failed", evidence)  # fmt: skip
+        return _outcome("FAIL", f"every pair failed ({with_whom}), none with a node that passed: {reasons}", value,
+                        gate, "nccl_pair_unisolated", evidence)  # fmt: skip
+    if outcome == acceptance_pairs.ERROR:
+        why = "; ".join(dict.fromkeys(x for r in runs for x in r["reasons"]))
+        return _outcome("ERROR", f"no pair with this node could run: {why}", value, gate, "tool_failed", evidence)
+    return _outcome("SKIPPED", "the node was in no pair of the kept run", value, gate, evidence=evidence)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the catalog
 
@@ -1388,6 +1451,16 @@ def _has_nccl_gate(hardware):
     return "nccl_all_reduce_busbw_gbps" in gates(hardware)[0]
 
 
+def _nccl_pairs(hardware):
+    if not hardware["gpu"]["count"]:
+        return "the profile has no GPU"
+    return None if _ports(hardware) is None else "the profile has no RDMA port: NCCL between nodes would measure TCP"
+
+
+def _has_pair_gate(hardware):
+    return "nccl_pair_busbw_gbps" in gates(hardware)[0]
+
+
 # id -> (title, applies (hardware -> None or why not), judge, required unless the profile says otherwise: True, or
 # a function of the profile)
 CHECKS = {
@@ -1412,6 +1485,7 @@ CHECKS = {
     "inventory.vbios": ("GPU VBIOS versions", _gpus, check_inventory_vbios, True),
     "inventory.hca_firmware": ("RDMA adapter firmware", _ports, check_inventory_hca_firmware, True),
     "nccl.single_node": ("NCCL all_reduce bus bandwidth, one node", _nccl, check_nccl_single_node, _has_nccl_gate),
+    "nccl.pairs": ("NCCL all_reduce bus bandwidth, node pairs", _nccl_pairs, check_nccl_pairs, _has_pair_gate),
     "cuda.runtime": ("A CUDA kernel on every GPU", _gpus, check_cuda_runtime, True),
     "container.gpus": ("Every GPU in a container", _gpus, check_container_gpus, True),
     "kubernetes.ready": ("Kubernetes Node Ready", lambda hardware: None, check_k8s_ready, True),
@@ -1516,7 +1590,7 @@ def inventory(state):
 
 def node_results(node, hardware, evidence, required=None, optional=(), rack=None, simulated=False, run_id=None):
     """One node's results document (without the evidence file list, which the writer adds)."""
-    state = read_state(evidence)
+    state = {**read_state(evidence), "node": node}
     gate_values, gate_sources = gates(hardware)
     must = set(required_checks(hardware, required, optional))
     checks = []
@@ -1636,12 +1710,15 @@ def input_problems(hardware, required=None, optional=None):
         if why_not is not None:
             problems.append(f"{check_id} is required but does not apply to profile {hardware.get('profile')} "
                             f"({why_not}): it would never pass. Fix: take it out of the required checks.")  # fmt: skip
-    if "nccl.single_node" in required_checks(hardware, required, optional) and (
-        "nccl_all_reduce_busbw_gbps" not in gate_values
+    chosen = required_checks(hardware, required, optional)
+    for check_id, key, what in (
+        ("nccl.single_node", "nccl_all_reduce_busbw_gbps", "bus bandwidth gate"),
+        ("nccl.pairs", "nccl_pair_busbw_gbps", "bus bandwidth gate for node pairs"),
     ):
-        problems.append(f"nccl.single_node is required, but profile {hardware.get('profile')} has no bus bandwidth "
-                        "gate (no published one for its GPU model and count). Fix: set gpuops_hardware.gates."
-                        "nccl_all_reduce_busbw_gbps, or add nccl.single_node to acceptance_optional.")  # fmt: skip
+        if check_id in chosen and key not in gate_values:
+            problems.append(f"{check_id} is required, but profile {hardware.get('profile')} has no {what} (no "
+                            f"published one for its GPU model and count). Fix: set gpuops_hardware.gates.{key}, or "
+                            f"add {check_id} to acceptance_optional.")  # fmt: skip
     return problems
 
 

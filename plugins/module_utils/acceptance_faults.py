@@ -77,6 +77,12 @@ SOURCES = {
         "check_ib_link_flapping; customTests/azure_gpu_vbios.nhc fails a node whose GPUs report more than one VBIOS "
         "version ('More than 1 VBIOS version found on GPUs!') or another than expected."
     ),
+    "oci_ncclscout": (
+        "Oracle's NCCL pair test, ncclscout.py, as kept in UncleMac66/nodenurse bin/ncclscout.py at commit 8b368a95: "
+        "all_reduce between two hosts at a time, each pair's bus bandwidth against a threshold per GPU shape "
+        "(H100 and H200 365, A100 185 GB/s); the bad nodes are then 'Retesting bad nodes with a known good node', "
+        "the isolation Google's cluster health scanner also runs before it reports a node."
+    ),
     "nvidia_health_validation": (
         "NVIDIA Health Validation check catalog, https://docs.nvidia.com/health-validation/reference/checks/: "
         "nvlink_active 'CRITICAL when inactive_count > max_inactive_nvlinks' and gpu_count 'CRITICAL when gpu_count "
@@ -477,6 +483,28 @@ FAULTS = {
         "nccl_tests_rerun=true.",
         "azure_health_checks",
         "NCCL benchmark failed",
+    ),
+    "nccl_pair_below_gate": _fault(
+        "high",
+        f"{CABLE}: NCCL across nodes leaves this node through its InfiniBand ports; check this report's fabric checks "
+        "(ports, counters, ib_write_bw) and nvidia-peermem, then rerun the nccl_tests stage with "
+        "nccl_tests_rerun=true on this node and nodes that passed.",
+        "oci_ncclscout",
+        "NCCL bus bandwidth between nodes below the gate, with a node that passed",
+    ),
+    "nccl_pair_failed": _fault(
+        "high",
+        "Read the pair's output in the evidence (NCCL WARN lines, mpirun's errors: SSH, a missing library, a rank "
+        "that died) and rerun the nccl_tests stage with nccl_tests_rerun=true on this node and nodes that passed.",
+        "oci_ncclscout",
+        "NCCL between nodes failed with a node that passed",
+    ),
+    "nccl_pair_unisolated": _fault(
+        "high",
+        "Rerun the nccl_tests stage (nccl_tests_rerun=true) on this node together with nodes known good (--limit): "
+        "no partner passed, so the pairs could not tell which node is at fault.",
+        "oci_ncclscout",
+        "NCCL between nodes failed, no good partner to isolate the fault",
     ),
     # Could not judge
     "not_reported": _fault("low", RERUN, "nvidia_smi_manual", "the tool did not report the value"),

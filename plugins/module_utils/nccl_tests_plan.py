@@ -123,6 +123,12 @@ def input_problems(params, hardware, published, profiles, groups, play_hosts, no
             f"is {gpus}): nccl-tests needs GPUs. Fix: run the nccl_tests stage on GPU nodes only."
         )
     problems += _group_problems(params.get("multinode_group"), groups, play_hosts)
+    if params.get("pairs") and params.get("multinode_group") == "pairs":
+        problems.append(
+            "nccl_tests_multinode_group is 'pairs', the name nccl_tests_pairs keeps its SSH key and configuration "
+            "under: the two would share them. Fix: another group name (rename the inventory group), or "
+            "nccl_tests_pairs: false."
+        )
     return problems
 
 
@@ -204,7 +210,7 @@ def judge(kept, gate=None, metric="largest", gdr_mode="ignore", gdr_expected=Non
     return not reasons, reasons
 
 
-def summary(name, profile, simulated, runs):
+def summary(name, profile, simulated, runs, pairs=None):
     mark = f"[SIMULATED {simulated['profile']}] " if simulated else ""
     parts = []
     for run in runs:
@@ -212,12 +218,15 @@ def summary(name, profile, simulated, runs):
         value = f", {run['busbw_metric']} busbw {run['busbw_gbps']:g} GB/s" if run["busbw_gbps"] is not None else ""
         gate = f" (gate {run['gate_gbps']:g})" if run["gate_gbps"] is not None else " (no gate)"
         parts.append(f"{run['benchmark']} {verdict}{value}{gate if run['scope'] == 'node' else ''}")
+    if pairs:
+        parts.append(pairs["summary"])
     return f"{mark}{name} ({profile}): " + ("; ".join(parts) or "no benchmark")
 
 
-def report(name, kind, profile, simulated, fabric, runs, hosts=None):
-    """The JSON report of a node (kind node) or of a group's multi-node runs (kind group)."""
-    passed = [r["passed"] for r in runs]
+def report(name, kind, profile, simulated, fabric, runs, hosts=None, pairs=None):
+    """The JSON report of a node (kind node, with its part of the pairs where it was in them) or of a group's
+    multi-node runs (kind group)."""
+    passed = [r["passed"] for r in runs] + ([pairs["failed"] is None] if pairs else [])
     data = {
         kind: name,
         "profile": profile,
@@ -225,10 +234,12 @@ def report(name, kind, profile, simulated, fabric, runs, hosts=None):
         "passed": None if None in passed else all(passed),
         "fabric": fabric,
         "runs": runs,
-        "summary": summary(name, profile, simulated, runs),
+        "summary": summary(name, profile, simulated, runs, pairs),
     }
     if hosts is not None:
         data["hosts"] = hosts
+    if pairs:
+        data["pairs"] = pairs
     if simulated:
         data["note"] = (
             "SIMULATED: the bench's stand-in nccl-tests ran real MPI and replayed a real captured benchmark output; "

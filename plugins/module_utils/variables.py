@@ -338,6 +338,7 @@ BOOL_FIX = "true or false (unquoted; from the command line -e name=true works to
 VARIABLES = {
     # _common
     "gpuops_kubernetes_join": Rule(_scalar(boolean), BOOL_FIX),
+    "gpuops_nccl_tests": Rule(_scalar(boolean), BOOL_FIX),
     "gpuops_max_fail_percentage": Rule(
         _scalar(integer(0, 100)), "the percentage of a batch that may fail before the rollout stops, 0 to 100"
     ),
@@ -490,6 +491,8 @@ VARIABLES = {
         "e.g. {NCCL_DEBUG: INFO}",
     ),
     "nccl_tests_rerun": Rule(_scalar(boolean), BOOL_FIX),
+    "nccl_tests_pairs": Rule(_scalar(boolean), BOOL_FIX),
+    "nccl_tests_pair_passes": Rule(_scalar(integer(1, 5)), "the passes of pair runs, 1 (no isolation) to 5, e.g. 3"),
     "nccl_tests_timeout": Rule(
         _scalar(integer(1, 86400)), "the seconds one benchmark may run, e.g. 1800 (0 would mean no limit)"
     ),

@@ -10,6 +10,7 @@ BOOL = [("y", "not a boolean")]
 
 BAD = {
     "gpuops_kubernetes_join": BOOL,
+    "gpuops_nccl_tests": BOOL,
     "gpuops_max_fail_percentage": [(101, "out of range: from 0 to 100")],
     "gpuops_package_lock_timeout": [(-1, "out of range: from 0 to 3600"), ("300.0", "not a whole number")],
     "os_baseline_kernel_cmdline": [
@@ -88,6 +89,8 @@ BAD = {
     "nccl_tests_user": [("root", "root"), ("gpuops nccl", "not a user name")],
     "nccl_tests_env": [({"NCCL DEBUG": "INFO"}, '["NCCL DEBUG"]'), ({"NCCL_DEBUG": "INFO\nX"}, '["NCCL_DEBUG"]')],
     "nccl_tests_rerun": BOOL,
+    "nccl_tests_pairs": BOOL,
+    "nccl_tests_pair_passes": [(0, "out of range: from 1 to 5"), ("3x", "not a whole number")],
     "nccl_tests_timeout": [(0, "out of range: from 1 to 86400")],
     "nccl_tests_report_dir": [("reports/nccl", "not an absolute path")],
     "nvidia_container_toolkit_cdi": BOOL,

@@ -20,7 +20,8 @@ CHECKS = (
     "gpu.count", "gpu.model", "gpu.pcie", "gpu.ecc", "gpu.memory", "gpu.recovery", "gpu.nvlink", "gpu.fabric",
     "gpu.clocks", "gpu.xid", "gpu.dcgm", "driver.version", "driver.persistence", "driver.fabric_manager",
     "fabric.ports", "fabric.counters", "fabric.bandwidth", "inventory.vbios", "inventory.hca_firmware",
-    "nccl.single_node", "cuda.runtime", "container.gpus", "kubernetes.ready", "kubernetes.labels", "kubernetes.gpus",
+    "nccl.single_node", "nccl.pairs", "cuda.runtime", "container.gpus", "kubernetes.ready", "kubernetes.labels",
+    "kubernetes.gpus",
 )  # fmt: skip
 # A container's kernel is its host's: the CUDA check and the GPU container do not apply to a simulated node; the nodes
 # join no cluster here (gpuops_kubernetes_join: false).
@@ -29,7 +30,8 @@ NOT_APPLICABLE = ("cuda.runtime", "container.gpus", "kubernetes.ready", "kuberne
 # container's kernel (WARN); the nccl_tests stage did not run here (SKIPPED, not required by converge.yml); no
 # stage installs DCGM (SKIPPED, not required by default).
 H100 = dict.fromkeys(CHECKS, "PASS") | dict.fromkeys(NOT_APPLICABLE, "SKIPPED") | {
-    "driver.fabric_manager": "WARN", "nccl.single_node": "SKIPPED", "gpu.dcgm": "SKIPPED"}  # fmt: skip
+    "driver.fabric_manager": "WARN", "nccl.single_node": "SKIPPED", "nccl.pairs": "SKIPPED", "gpu.dcgm": "SKIPPED"
+}  # fmt: skip
 # The nodes with a hardware fault have no driver installed (prepare): the capture's driver answers, none is installed.
 BARE = H100 | {"driver.version": "ERROR", "driver.fabric_manager": "FAIL"}
 NO_NVML = dict.fromkeys(
@@ -56,6 +58,7 @@ EXPECTED = {
             "fabric.bandwidth": "SKIPPED",
             "gpu.dcgm": "SKIPPED",
             "nccl.single_node": "SKIPPED",
+            "nccl.pairs": "SKIPPED",
         }
         | dict.fromkeys(NOT_APPLICABLE, "SKIPPED"),
     ),
@@ -202,7 +205,7 @@ def test_the_gate_fails_exactly_the_nodes_not_accepted() -> None:
     proc = subprocess.run(
         ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(ROOT / "playbooks" / "acceptance.yml"),
          "-e", f"acceptance_results_dir={REPORTS}", "-e", f"acceptance_run_id={first.name}",
-         "-e", '{"acceptance_optional": ["nccl.single_node"]}', "-e", "acceptance_counter_interval=1",
+         "-e", '{"acceptance_optional": ["nccl.single_node", "nccl.pairs"]}', "-e", "acceptance_counter_interval=1",
          "-e", "gpuops_kubernetes_join=false"],
         capture_output=True, text=True, check=False,
         # Molecule forces colour for its own output; the recap is parsed here.

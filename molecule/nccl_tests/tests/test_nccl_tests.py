@@ -50,9 +50,11 @@ def test_a_healthy_node_passes_its_profiles_published_gate(node):
     # The H100 capture's 4 GiB row (NVIDIA/nccl-tests#290) against Azure's published 460 GB/s.
     assert (run["busbw_metric"], run["busbw_gbps"], run["gate_gbps"]) == ("largest", 476.53, 460)
     assert run["cmd"][-2:] == ["-g", "8"] and run["rc"] == 0
+    # Then its part of the pairs (test_the_pairs_put_the_failure_on_the_node_it_belongs_to).
+    partners = {"h100-a": "h100-b, h100-cuda-error", "h100-b": "h100-a"}[node]
     assert data["summary"] == (
         f"[SIMULATED hgx_h100_8gpu] {node} (hgx_h100_8gpu): all_reduce_perf passed, largest busbw 476.53 GB/s "
-        "(gate 460)"
+        f"(gate 460); all_reduce_perf pairs PASS: passed with {partners}"
     )
     assert "not a measurement" in data["note"]
     # No rdma_fabric state on these nodes: NCCL_IB_HCA comes from ib_facts (the profile's 8 active NDR ports).
@@ -82,6 +84,45 @@ def test_the_group_ran_through_mpirun_across_both_containers():
     )
     # The two-node H100 capture (NVIDIA/nccl-tests#290), its lines prefixed by srun --label.
     assert run["largest_busbw_gbps"] == 155.57 and len(run["devices"]) == 16
+
+
+def test_the_pairs_put_the_failure_on_the_node_it_belongs_to():
+    """Pass 1: h100-a with h100-b (both pass, 155.57 GB/s against the scenario's 150), then h100-cuda-error with
+    h100-a: it dies with the CUDA error, which lands on h100-cuda-error alone, as h100-a passed with h100-b; so no
+    second pass runs. The launcher started both pairs through mpirun's --host list."""
+    pairs = {name: report(name)["pairs"] for name in ("h100-a", "h100-b", "h100-cuda-error")}
+    assert {name: p["outcome"] for name, p in pairs.items()} == {
+        "h100-a": "PASS", "h100-b": "PASS", "h100-cuda-error": "FAIL"
+    }  # fmt: skip
+    assert pairs["h100-cuda-error"]["failed_with"] == ["h100-a"]
+    assert pairs["h100-cuda-error"]["failed"].startswith(
+        "all_reduce_perf pairs FAIL: failed with h100-a, which passed with others: the fault is this node's (the "
+        f"benchmark exited with return code 1; {CUDA_ERROR}"
+    )
+    assert pairs["h100-a"]["failed"] is None and report("h100-a")["summary"].endswith(
+        "all_reduce_perf pairs PASS: passed with h100-b, h100-cuda-error"
+    )
+    assert [(r["pass"], r["partner"], r["passed"], r["busbw_gbps"]) for r in pairs["h100-a"]["runs"]] == [
+        (1, "h100-b", True, 155.57), (1, "h100-cuda-error", False, None)
+    ]  # fmt: skip
+
+
+def test_every_pair_node_keeps_the_whole_record(host):
+    only_on(host, "h100-a", "h100-b", "h100-cuda-error")
+    kept = json.loads(host.file("/var/lib/gpuops/nccl_tests/results.json").content_string)["pairs/all_reduce_perf"]
+    assert [m["node"] for m in kept["inputs"]["members"]] == ["h100-a", "h100-b", "h100-cuda-error"]
+    assert [m["gate_gbps"] for m in kept["inputs"]["members"]] == [150, 150, 150]
+    first, second = kept["measurement"]["entries"]
+    assert (first["pass"], first["nodes"], second["nodes"]) == (1, ["h100-a", "h100-b"], ["h100-cuda-error", "h100-a"])
+    cmd = second["measurement"]["cmd"]
+    mpirun = cmd[cmd.index("/usr/bin/mpirun") :]
+    hosts = "molecule-nccl_tests-h100-cuda-error:8,molecule-nccl_tests-h100-a:8"
+    assert mpirun[1:7] == ["-np", "16", "--npernode", "8", "--host", hosts]
+    assert "/opt/nccl-tests/current/build/all_reduce_perf" in mpirun
+    assert second["measurement"]["rc"] == 1 and CUDA_ERROR in second["measurement"]["errors"]
+    assert first["measurement"]["output_tail"][-1].startswith(
+        "# gpuops stand-in of all_reduce_perf: MPI_Allreduce over 16 ranks on 2 hosts (h100-a: 8, h100-b: 8)"
+    )
 
 
 def test_no_private_key_in_the_reports():
@@ -119,6 +160,8 @@ def test_the_build_comes_from_the_verified_tarball_or_the_pinned_commit(host):
         assert host.file(f"{source}/build/{benchmark}").mode & 0o111
     libraries = host.check_output(f"ldd {binary}")
     assert "libnccl.so.2" in libraries and "libmpi.so.40" in libraries
+    # mpirun starts /opt/nccl-tests/current/build/<benchmark> on every node of a run: each its own build.
+    assert host.file("/opt/nccl-tests/current").linked_to == str(source)
 
 
 def test_the_launcher_holds_the_groups_key_hostfile_and_host_keys(host):
@@ -156,9 +199,20 @@ def test_the_account_is_the_roles_and_builds_nccl_tests(host):
     assert host.file(f"{source}build/.gpuops-built").user == USER
 
 
-def test_a_node_outside_the_group_gets_no_group_trust(host):
+def test_a_node_outside_the_group_gets_the_pairs_trust_only(host):
     only_on(host, "h100-cuda-error")
-    assert not host.file(f"{host.user(USER).home}/.ssh/authorized_keys").exists
+    lines = host.file(f"{host.user(USER).home}/.ssh/authorized_keys").content_string.splitlines()
+    assert [line.rsplit(" ", 3)[1:] for line in lines] == [["gpuops", "nccl_tests", "pairs"]]
+    assert lines[0].startswith("restrict,from=")
+
+
+def test_the_pairs_launcher_knows_every_pair_node(host):
+    only_on(host, LAUNCHER)
+    assert host.file(f"{host.user(USER).home}/.ssh/gpuops_nccl_tests_pairs").mode == 0o600
+    known = host.file("/etc/gpuops/nccl_tests/pairs/known_hosts").content_string
+    for name in ("h100-a", "h100-b", "h100-cuda-error"):
+        assert re.search(rf"^molecule-nccl_tests-{name} ssh-ed25519 \S+$", known, re.M), known
+    assert not host.file("/etc/gpuops/nccl_tests/pairs/hostfile").exists
 
 
 def test_the_gate_judges_the_kept_measurements_without_running_them_again():
@@ -175,6 +229,7 @@ def test_the_gate_judges_the_kept_measurements_without_running_them_again():
     output = " ".join((proc.stdout + proc.stderr).split())
     assert "avg bus bandwidth 439.369 GB/s is below min_busbw_gbps 460" in output
     assert f"all_reduce_perf: the benchmark exited with return code 1; {CUDA_ERROR}" in output
+    assert "all_reduce_perf pairs FAIL: failed with h100-a, which passed with others" in output
     gated = json.loads((Path(f"{REPORTS}-gate") / "h100-a.json").read_text())
     assert gated["runs"][0]["measured_at"] == report("h100-a")["runs"][0]["measured_at"]
 
@@ -186,7 +241,7 @@ def test_acceptance_judges_the_kept_measurement_against_the_profiles_gate(tmp_pa
     profile = yaml.safe_load((ROOT / "inventory" / "group_vars" / "hgx_h100_8gpu.yml").read_text())["gpuops_hardware"]
     variables = tmp_path / "gate.json"
     variables.write_text(json.dumps({
-        "gpuops_hardware": {**profile, "gates": {"nccl_all_reduce_busbw_gbps": 480}},
+        "gpuops_hardware": {**profile, "gates": {"nccl_all_reduce_busbw_gbps": 480, "nccl_pair_busbw_gbps": 150}},
         "acceptance_fail_unaccepted": False,
         "acceptance_counter_interval": 1,
         "acceptance_results_dir": str(tmp_path / "reports"),
@@ -212,6 +267,16 @@ def test_acceptance_judges_the_kept_measurement_against_the_profiles_gate(tmp_pa
     failed = checks["h100-cuda-error"]
     assert (failed["status"], failed["fault"]) == ("FAIL", "nccl_failed")
     assert CUDA_ERROR in failed["reason"]
+    # The pairs, at the site's pair gate of 150.
+    pairs = {
+        name: next(c for c in json.loads((run / "nodes" / f"{name}.json").read_text())["checks"]
+                   if c["id"] == "nccl.pairs")
+        for name in ("h100-a", "h100-b", "h100-cuda-error")
+    }  # fmt: skip
+    assert {name: (c["status"], c["fault"]) for name, c in pairs.items()} == {
+        "h100-a": ("PASS", None), "h100-b": ("PASS", None), "h100-cuda-error": ("FAIL", "nccl_pair_failed")
+    }  # fmt: skip
+    assert pairs["h100-b"]["reason"] == "all_reduce_perf with h100-a 155.57 GB/s, gate 150"
 
 
 def test_a_node_whose_driver_sees_fewer_gpus_stops_in_preflight(host, stage_run, replay_fault):

@@ -50,12 +50,15 @@ int main(int argc, char **argv)
     int ok = sum == (long)size * (size + 1) / 2, all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
 
-    char *names = rank == 0 ? calloc(size, MPI_MAX_PROCESSOR_NAME) : NULL;
-    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
-
-    int status = 0;
+    char *names = calloc(size, MPI_MAX_PROCESSOR_NAME);
+    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+    int hosts = distinct_hosts(names, size);
+    /* A host's first rank replays its own node's capture: a node whose profile fails (a CUDA error) fails the job
+     * with its output, as its ranks would print it; otherwise rank 0's capture is the output. */
+    int leader = 1;
+    for (int j = 0; j < rank && leader; j++)
+        leader = strcmp(names + j * MPI_MAX_PROCESSOR_NAME, name) != 0;
     if (rank == 0) {
-        int hosts = distinct_hosts(names, size);
         ncclGetVersion(&version);
         /* On stderr: the benchmark's output on stdout is the capture alone. */
         fprintf(stderr, "# gpuops stand-in of %s: MPI_Allreduce over %d ranks on %d hosts (", TEST_NAME, size, hosts);
@@ -71,18 +74,36 @@ int main(int argc, char **argv)
         }
         fprintf(stderr, "): sum %ld, %s; NCCL library %d; the benchmark output is a REPLAYED capture\n", sum,
                 all_ok ? "correct" : "WRONG", version);
-        if (!all_ok) {
-            status = 1;
+    }
+    int status = 0;
+    char *output = NULL;
+    size_t length = 0;
+    if (!all_ok) {
+        status = rank == 0;
+    } else if (leader) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "python3 " REPLAY " nccl-tests %s%s", TEST_NAME, hosts > 1 ? " multinode" : "");
+        FILE *pipe = popen(cmd, "r");
+        if (pipe == NULL) {
+            status = 127;
         } else {
-            char cmd[256];
-            snprintf(cmd, sizeof cmd, "python3 " REPLAY " nccl-tests %s%s", TEST_NAME, hosts > 1 ? " multinode" : "");
-            int rc = system(cmd);
+            FILE *buffer = open_memstream(&output, &length);
+            char chunk[4096];
+            size_t got;
+            while ((got = fread(chunk, 1, sizeof chunk, pipe)) > 0)
+                fwrite(chunk, 1, got, buffer);
+            fclose(buffer);
+            int rc = pclose(pipe);
             status = rc == -1 ? 127 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
         }
-        fflush(stdout);
-        free(names);
     }
-    MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int worst = 0;
+    MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (output != NULL && ((worst == 0 && rank == 0) || status != 0))
+        fwrite(output, 1, length, stdout);
+    fflush(stdout);
+    free(output);
+    free(names);
     MPI_Finalize();
-    return status;
+    return worst;
 }

@@ -162,3 +162,27 @@ def test_apt_pending_through_jinja_types():
 def test_apt_pending_names_a_wrong_argument(specs, read, message):
     with pytest.raises(AnsibleFilterError, match=rf"^{re.escape(message)}$"):
         PACKAGES["apt_pending"](specs, read)
+
+
+def test_the_pair_nodes_and_members_from_hostvars():
+    """nccl_tests_pairs as a boolean or as a string from the command line; each member's rack, address and gate."""
+    from ansible_collections.gpuops.bringup.plugins.filter import nccl_tests
+
+    filters = nccl_tests.FilterModule().filters()
+    h100 = {"profile": "hgx_h100_8gpu", "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8}}
+    own = {**h100, "profile": "site", "gates": {"nccl_pair_busbw_gbps": 150}}
+    member = filters["nccl_tests_pair_member"]
+    hostvars = {
+        "a": {"__nccl_tests_pair_member": member("a", True, ["rack_b", "rack_a"], "10.0.0.1", h100)},
+        "b": {"__nccl_tests_pair_member": member("b", "true", ["rack_a"], "b", own)},
+        "c": {"__nccl_tests_pair_member": member("c", "no", ["rack_a"], "c", h100)},
+        "d": {},
+    }
+    assert filters["nccl_tests_pair_nodes"](["a", "b", "c", "d"], hostvars) == ["a", "b"]
+    assert filters["nccl_tests_pair_members"](["d", "b", "a"], hostvars) == [
+        {"node": "b", "rack": "rack_a", "address": "b", "gpus": 8, "gate_gbps": 150, "profile": "site"},
+        {"node": "a", "rack": "rack_a", "address": "10.0.0.1", "gpus": 8, "gate_gbps": 365, "profile": "hgx_h100_8gpu"},
+    ]
+    record = {"inputs": {}, "measurement": {"members": [], "entries": []}}
+    assert filters["nccl_tests_pair_report"]("a", record) is None
+    assert filters["nccl_tests_pair_report"]("a", {}) is None

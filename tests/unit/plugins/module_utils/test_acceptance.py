@@ -124,7 +124,7 @@ def evidence(
     fm="active",
     fm_file="enabled",
     fm_package="565.57.01-1",
-    nccl=None,
+    nccl="pairs",
     counters=(PERFQUERY_HEALTHY, PERFQUERY_HEALTHY),
     interval=10.0,
     dcgm=("dcgm/dcgm-jsonresulttests-r1-8gpu-3.1.0.txt", 0),
@@ -155,7 +155,11 @@ def evidence(
             f"nvidia-fabricmanager-565\t{fm_package}\tii \tinstall\nlibc6\t2.36-9\tii \tinstall\n" if fm_package else ""
         ),
         "dmidecode.txt": {"tool": "dmidecode", "missing": True},
-        "nccl-tests-results.json": run(json.dumps(nccl)) if nccl is not None else {"path": "x", "missing": True},
+        "nccl-tests-results.json": (
+            run(json.dumps(pairs_results() if nccl == "pairs" else nccl))
+            if nccl is not None
+            else {"path": "x", "missing": True}
+        ),
         "perfquery.json": run(json.dumps({"interval_s": interval, "samples": [perfquery(c) for c in counters]})),
         "dcgm-diag.json": run(fixture(dcgm[0]), dcgm[1]) if isinstance(dcgm, tuple) else dcgm,
         "cuda-check.txt": {**run(fixture(cuda[0]), cuda[1]), "step": cuda[2]} if isinstance(cuda, tuple) else cuda,
@@ -170,6 +174,19 @@ def evidence(
         ),
     }
     return items
+
+
+def pair_entry(a, b, busbw=400.0, rc=0, number=1, errors=()):
+    return {"pass": number, "nodes": [a, b], "measurement": {
+        "largest_busbw_gbps": busbw, "errors": list(errors), "results": [{"size": 17179869184}], "rc": rc,
+        "measured_at": "2026-12-05T09:00:00Z"}}  # fmt: skip
+
+
+def pairs_results(entries=None, names=("n1", "n2"), gate=365):
+    """A node's nccl_tests results with the pairs' record: by default n1 and n2 passed together."""
+    members = [{"node": n, "rack": "rack_a", "address": n, "gpus": 8, "gate_gbps": gate} for n in names]
+    entries = [pair_entry("n1", "n2")] if entries is None else entries
+    return {"pairs/all_reduce_perf": {"inputs": {}, "measurement": {"members": members, "entries": entries}}}
 
 
 def judge(hardware=H100, optional=("nccl.single_node",), **kwargs):
@@ -188,8 +205,8 @@ def test_a_healthy_h100_node_is_accepted_with_every_check_passed():
     result = judge()
     assert statuses(result) == dict.fromkeys(acceptance.CHECKS, "PASS") | {"nccl.single_node": "SKIPPED"}
     assert result["verdict"] == "accepted" and result["accepted"] is True
-    assert result["counts"] == {"PASS": 24, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
-    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (24 PASS, 1 SKIPPED)"
+    assert result["counts"] == {"PASS": 25, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 1}
+    assert result["summary"] == "n1 (hgx_h100_8gpu): ACCEPTED (25 PASS, 1 SKIPPED)"
     assert result["gates"]["nccl_all_reduce_busbw_gbps"]["value"] == 460.0
 
 
@@ -301,6 +318,63 @@ def test_a_failed_nccl_run_is_a_fail_whatever_its_bandwidth():
     found = check(judge(nccl=nccl), "nccl.single_node")
     assert (found["status"], found["fault"]) == ("FAIL", "nccl_failed")
     assert "the benchmark exited with return code 1" in found["reason"]
+
+
+@pytest.mark.parametrize(
+    ("busbw", "status", "fault"),
+    [(364.99, "FAIL", "nccl_pair_below_gate"), (365.0, "PASS", None), (365.01, "PASS", None)],
+)
+def test_the_pair_gate_boundary(busbw, status, fault):
+    """n1 with n2 (good: it passed with n3) at the given bandwidth."""
+    entries = [pair_entry("n1", "n2", busbw), pair_entry("n2", "n3")]
+    found = check(judge(nccl=pairs_results(entries, ("n1", "n2", "n3"))), "nccl.pairs")
+    assert (found["status"], found["fault"], found["gate"]) == (status, fault, 365.0)
+    assert found["value"][0] == {"pass": 1, "partner": "n2", "busbw_gbps": busbw, "passed": status == "PASS"}
+
+
+def test_a_pair_that_failed_with_a_bad_partner_leaves_the_node_passed_or_warned():
+    # n1 failed with n2, which passed nothing: n2's fault; n1 passed with n3.
+    entries = [pair_entry("n1", "n2", 10.0), pair_entry("n1", "n3"), pair_entry("n2", "n4", 10.0, number=2)]
+    names = ("n1", "n2", "n3", "n4")
+    assert check(judge(nccl=pairs_results(entries, names)), "nccl.pairs")["status"] == "PASS"
+    # n1 failed with n3, which passed with n4: the pair's fault, not either node's.
+    entries = [pair_entry("n1", "n2"), pair_entry("n3", "n4"), pair_entry("n1", "n3", 10.0)]
+    found = check(judge(nccl=pairs_results(entries, names)), "nccl.pairs")
+    assert found["status"] == "WARN" and "with n3, which passed with others" in found["reason"]
+
+
+def test_a_pair_failure_is_put_on_its_node_or_left_unisolated():
+    entries = [pair_entry("n1", "n2"), pair_entry("n3", "n1", rc=1, errors=["NCCL WARN NET/IB : Got completion"])]
+    found = check(judge(nccl=pairs_results(entries, ("n1", "n2", "n3"))), "nccl.pairs")
+    assert found["status"] == "PASS"
+    # The same record, judged on n3.
+    state = {**acceptance.read_state(evidence(nccl=pairs_results(entries, ("n1", "n2", "n3")))), "node": "n3"}
+    found = acceptance.check_nccl_pairs(state, H100, {"nccl_pair_busbw_gbps": 365})
+    assert (found["status"], found["fault"]) == ("FAIL", "nccl_pair_failed")
+    assert found["reason"].startswith("failed with n1, which passed with others: the benchmark exited with return")
+    found = check(judge(nccl=pairs_results([pair_entry("n1", "n2", 100.0)])), "nccl.pairs")
+    assert (found["status"], found["fault"]) == ("FAIL", "nccl_pair_unisolated")
+    assert found["reason"].startswith("every pair failed (n2 100 GB/s), none with a node that passed: ")
+
+
+@pytest.mark.parametrize(
+    ("nccl", "gates", "status", "reason"),
+    [
+        ({}, None, "SKIPPED", "no pair measurement on the node"),
+        ({"pairs/all_reduce_perf": {"measurement": []}}, None, "SKIPPED", "no pair measurement on the node"),
+        ("pairs", {}, "ERROR", "no pair bus bandwidth gate for this profile"),
+        ({"pairs/all_reduce_perf": {"measurement": {"members": 3, "entries": []}}}, None, "ERROR",
+         "the pairs' record is unreadable"),
+        (pairs_results([pair_entry("n2", "n3")], ("n2", "n3")), None, "SKIPPED", "the kept pairs did not include"),
+        (pairs_results([], ("n1", "n2")), None, "SKIPPED", "the node was in no pair of the kept run"),
+        (pairs_results([{"pass": 1, "nodes": ["n1", "n2"], "measurement": None, "why": "nccl_test failed: x"}]), None,
+         "ERROR", "no pair with this node could run: nccl_test failed: x"),
+    ],
+)  # fmt: skip
+def test_pairs_that_cannot_be_judged(nccl, gates, status, reason):
+    state = {**acceptance.read_state(evidence(nccl=nccl)), "node": "n1"}
+    found = acceptance.check_nccl_pairs(state, H100, {"nccl_pair_busbw_gbps": 365} if gates is None else gates)
+    assert found["status"] == status and found["reason"].startswith(reason), found
 
 
 @pytest.mark.parametrize("junk", [[], {"node/all_reduce_perf": "x"}, {"node/all_reduce_perf": {"measurement": 3}}])
@@ -783,7 +857,7 @@ def test_the_verdict_of_each_status(required, found, verdict):
 def test_the_profile_and_the_operator_choose_the_required_checks():
     assert acceptance.required_checks(L40S) == [i for i in acceptance.CHECKS if i not in (
         "gpu.nvlink", "gpu.fabric", "gpu.dcgm", "driver.fabric_manager", "fabric.counters", "fabric.bandwidth",
-        "nccl.single_node")]  # fmt: skip
+        "nccl.single_node", "nccl.pairs")]  # fmt: skip
     assert acceptance.required_checks({**L40S, "acceptance": {"required": ["gpu.count"]}}) == ["gpu.count"]
     assert acceptance.required_checks(L40S, required=["gpu.model"]) == ["gpu.model"]
     assert "gpu.xid" not in acceptance.required_checks(H100, optional=["gpu.xid"])
@@ -791,7 +865,9 @@ def test_the_profile_and_the_operator_choose_the_required_checks():
 
 def test_gates_come_from_the_gpus_not_the_profiles_name():
     dgx = {**H100, "profile": "dgx_h100"}
-    assert acceptance.gates(dgx)[0] == {"nccl_all_reduce_busbw_gbps": 460.0, "ib_write_bw_gbps": 380.0}
+    assert acceptance.gates(dgx)[0] == {
+        "nccl_all_reduce_busbw_gbps": 460.0, "ib_write_bw_gbps": 380.0, "nccl_pair_busbw_gbps": 365.0
+    }  # fmt: skip
     own = {**dgx, "gates": {"nccl_all_reduce_busbw_gbps": 470}}
     values, sources = acceptance.gates(own)
     assert values["nccl_all_reduce_busbw_gbps"] == 470
@@ -835,6 +911,12 @@ def test_gates_come_from_the_gpus_not_the_profiles_name():
          "never pass. Fix: take it out of the required checks."),
         ({"gpu": {**H100["gpu"], "count": 4}}, ["nccl.single_node"],
          "nccl.single_node is required, but profile hgx_h100_8gpu has no bus bandwidth gate"),
+        ({"gpu": {**H100["gpu"], "count": 4}}, ["nccl.pairs"],
+         "nccl.pairs is required, but profile hgx_h100_8gpu has no bus bandwidth gate for node pairs (no published "
+         "one for its GPU model and count). Fix: set gpuops_hardware.gates.nccl_pair_busbw_gbps, or add nccl.pairs"),
+        ({"infiniband": {"ports": 0}}, ["nccl.pairs"],
+         "nccl.pairs is required but does not apply to profile hgx_h100_8gpu (the profile has no RDMA port: NCCL "
+         "between nodes would measure TCP)"),
     ],
 )  # fmt: skip
 def test_bad_acceptance_inputs_are_named_with_their_fix(change, required, problem):

@@ -71,6 +71,16 @@ def test_each_problem_names_the_variable_and_the_fix(changes, start):
     assert problem.startswith(start) and "Fix: " in problem
 
 
+def test_a_group_named_as_the_pairs_is_refused_only_beside_them():
+    groups = {"pairs": ["a", "b"]}
+    args = (H100, PUBLISHED, [], groups, ["a", "b"], "a")
+    assert nccl_tests_plan.input_problems({**VALID, "multinode_group": "pairs"}, *args) == []
+    assert nccl_tests_plan.input_problems({**VALID, "multinode_group": "pair", "pairs": True}, H100, PUBLISHED, [],
+                                          {"pair": ["a", "b"]}, ["a", "b"], "a") == []  # fmt: skip
+    (problem,) = nccl_tests_plan.input_problems({**VALID, "multinode_group": "pairs", "pairs": True}, *args)
+    assert problem.startswith("nccl_tests_multinode_group is 'pairs', the name nccl_tests_pairs keeps its SSH key")
+
+
 def test_a_group_cut_by_the_play_is_refused():
     (problem,) = nccl_tests_plan.input_problems({**VALID, "multinode_group": "pair"}, H100, PUBLISHED, [],
                                                 {"pair": ["a", "b"]}, ["a"], "a")  # fmt: skip
@@ -170,6 +180,18 @@ def test_records_keep_fresh_measurements_and_say_what_check_mode_did_not_run():
         "alltoall_perf not run (check mode) (gate 460)"
     )
     assert "not a measurement" in report["note"]
+
+
+@pytest.mark.parametrize(("failed", "passed"), [(None, True), ("all_reduce_perf pairs FAIL: x", False)])
+def test_a_node_report_carries_its_part_of_the_pairs(failed, passed):
+    fresh = {**nccl_tests.parse((NCCL / "nccl-tests-290-all_reduce-h100-8gpu-single-node.txt").read_text()), "rc": 0}
+    runs = nccl_tests_plan.plan_runs({}, ["all_reduce_perf"], False, {"args": [], "env": {}, "mpirun": None})
+    records = nccl_tests_plan.records(runs, [{**fresh, "item": runs[0]}], "t", 460, "largest", "auto", None)["records"]
+    pairs = {"outcome": "PASS" if passed else "FAIL", "summary": "all_reduce_perf pairs ...", "failed": failed}
+    report = nccl_tests_plan.report("n1", "node", "hgx_h100_8gpu", None, {}, records, None, pairs)
+    assert report["passed"] is passed and report["pairs"] == pairs
+    assert report["summary"].endswith("(gate 460); all_reduce_perf pairs ...")
+    assert "pairs" not in nccl_tests_plan.report("n1", "node", "hgx_h100_8gpu", None, {}, records)
 
 
 @pytest.mark.parametrize(
