@@ -48,6 +48,11 @@ def _acceptance_bandwidth_record(node, members, entries, why_not=None):
                                    plain(why_not) or None)  # fmt: skip
 
 
+def _acceptance_kubernetes_evidence(reads, joins, kubeconfig, name, label_prefix):
+    return acceptance.kubernetes_evidence(bool(joins), plain(list(reads or [])), str(kubeconfig or ""), str(name),
+                                          str(label_prefix))  # fmt: skip
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -57,4 +62,5 @@ class FilterModule:
             "acceptance_bandwidth_plan": _acceptance_bandwidth_plan,
             "acceptance_bandwidth_entries": _acceptance_bandwidth_entries,
             "acceptance_bandwidth_record": _acceptance_bandwidth_record,
+            "acceptance_kubernetes_evidence": _acceptance_kubernetes_evidence,
         }

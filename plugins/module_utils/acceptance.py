@@ -1545,6 +1545,22 @@ def verdict(checks):
     return "incomplete"
 
 
+def kubernetes_evidence(joins, reads, kubeconfig, name, label_prefix):
+    """A node's kubernetes-node.json evidence from the play's reads of every Node of its clusters (k8s_info's
+    results, one per kubeconfig, each with it as its item): its own Node (a list of one, or of none where the cluster
+    has no Node of that name, as a read by name gives), the API's error where the read failed, not applicable where
+    the node joins no cluster. One read per cluster, not one per node: a rack's run asks the API once."""
+    if not joins:
+        return {"skipped": "gpuops_kubernetes_join is false: the node joins no cluster", "not_applicable": True}
+    read = next((r for r in reads or [] if isinstance(r, dict) and r.get("item", "") == kubeconfig), None)
+    if read is None or read.get("skipped"):
+        return {"rc": 1, "stdout": "", "stderr": "the Kubernetes API was not read"}
+    if not isinstance(read.get("resources"), list):
+        return {"rc": 1, "stdout": "", "stderr": str(read.get("msg") or "the Kubernetes API gave no Nodes")}
+    mine = [n for n in read["resources"] if isinstance(n, dict) and (n.get("metadata") or {}).get("name") == name]
+    return {"rc": 0, "stderr": "", "stdout": json.dumps(mine), "label_prefix": label_prefix}
+
+
 def inventory(state):
     """What the node is: system, GPUs (serials, UUIDs, VBIOS), RDMA adapters (firmware, PSID), driver."""
     query = state["gpu"]["query"] or {}

@@ -1203,3 +1203,33 @@ def test_bandwidth_gate_from_the_profile_else_the_port_rate():
     assert acceptance.bandwidth_gate(L40S) == (acceptance.bandwidth_gate(L40S)[0], "90 % of the port rate")
     assert acceptance.bandwidth_gate({"gpu": {}, "infiniband": {"rate_gbps": 200}}) == (180.0, "90 % of the port rate")
     assert acceptance.bandwidth_gate({**H100, "gates": {"ib_write_bw_gbps": 390}}) == (390, "gate")
+
+
+def test_a_nodes_kubernetes_evidence_comes_from_one_read_of_its_cluster():
+    """k8s_info's loop results, one read of every Node per kubeconfig: each node picks its own Node."""
+    nodes = [{"metadata": {"name": "n1"}}, {"metadata": {"name": "n2"}}, "junk", {"metadata": None}]
+    reads = [
+        {"item": "", "resources": nodes},
+        {"item": "/etc/b.conf", "failed": False, "msg": "Failed to get client due to HTTPSConnectionPool"},
+        {"item": "/etc/c.conf", "skipped": True},
+    ]
+    found = acceptance.kubernetes_evidence(True, reads, "", "n2", "gpuops.io")
+    assert found == {"rc": 0, "stderr": "", "stdout": json.dumps([nodes[1]]), "label_prefix": "gpuops.io"}
+    # A cluster without that Node: an empty list, as a read by name gives.
+    assert json.loads(acceptance.kubernetes_evidence(True, reads, "", "n9", "x")["stdout"]) == []
+    failed = acceptance.kubernetes_evidence(True, reads, "/etc/b.conf", "n1", "x")
+    assert failed == {"rc": 1, "stdout": "", "stderr": "Failed to get client due to HTTPSConnectionPool"}
+    assert acceptance.kubernetes_evidence(True, reads, "/etc/c.conf", "n1", "x")["stderr"] == (
+        "the Kubernetes API was not read"
+    )
+    assert acceptance.kubernetes_evidence(True, [], "/etc/d.conf", "n1", "x")["rc"] == 1
+    assert acceptance.kubernetes_evidence(True, [{"item": ""}], "", "n1", "x")["stderr"] == (
+        "the Kubernetes API gave no Nodes"
+    )
+    assert acceptance.kubernetes_evidence(False, reads, "", "n1", "x") == {
+        "skipped": "gpuops_kubernetes_join is false: the node joins no cluster", "not_applicable": True
+    }  # fmt: skip
+    # Judged as before: the healthy H100's Node, read once for the rack, passes.
+    evidence = acceptance.kubernetes_evidence(True, [{"item": "", "resources": [NODE]}], "", NODE["metadata"]["name"],
+                                              "gpuops.io")  # fmt: skip
+    assert check(judge(node=evidence), "kubernetes.ready")["status"] == "PASS"
