@@ -18,18 +18,21 @@ def _acceptance_nccl_gates(profiles):
     return nccl_gates_by_profile(plain(list(profiles or [])))
 
 
+def _acceptance_bandwidth_member(node, read, hardware, group_names):
+    """This node as the bandwidth passes plan with it, or None where it does not take part (not read, or not on an
+    InfiniBand profile). Each node makes its own, with its own view of its variables: play variables (a
+    gpuops_hardware given there) do not reach another node's hostvars."""
+    read, hardware = plain(read or {}), plain(hardware or {})
+    if not isinstance(read.get("evidence"), dict) or acceptance.CHECKS["fabric.bandwidth"][1](hardware):
+        return None
+    rack = acceptance_results.rack_of(plain(group_names))
+    return acceptance.bandwidth_member(str(node), rack, read["evidence"], hardware)
+
+
 def _acceptance_bandwidth_members(hosts, hostvars):
-    """The play's nodes that take part in the bandwidth passes: those read, on an InfiniBand profile."""
-    members = []
-    for host in hosts or []:
-        values = hostvars[host]
-        read = plain(values.get("__acceptance_read") or {})
-        hardware = plain(values.get("gpuops_hardware") or {})
-        if not isinstance(read.get("evidence"), dict) or acceptance.CHECKS["fabric.bandwidth"][1](hardware):
-            continue
-        rack = acceptance_results.rack_of(plain(values.get("group_names")))
-        members.append(acceptance.bandwidth_member(str(host), rack, read["evidence"], hardware))
-    return members
+    """The play's nodes that take part in the bandwidth passes: their __acceptance_bw_member, in play order."""
+    found = (plain(hostvars[h].get("__acceptance_bw_member")) for h in hosts or [])
+    return [m for m in found if m]
 
 
 def _acceptance_bandwidth_plan(members, entries, pass_number):
@@ -58,6 +61,7 @@ class FilterModule:
         return {
             "acceptance_input_problems": _acceptance_input_problems,
             "acceptance_nccl_gates": _acceptance_nccl_gates,
+            "acceptance_bandwidth_member": _acceptance_bandwidth_member,
             "acceptance_bandwidth_members": _acceptance_bandwidth_members,
             "acceptance_bandwidth_plan": _acceptance_bandwidth_plan,
             "acceptance_bandwidth_entries": _acceptance_bandwidth_entries,

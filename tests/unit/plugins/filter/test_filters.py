@@ -186,3 +186,22 @@ def test_the_pair_nodes_and_members_from_hostvars():
     record = {"inputs": {}, "measurement": {"members": [], "entries": []}}
     assert filters["nccl_tests_pair_report"]("a", record) is None
     assert filters["nccl_tests_pair_report"]("a", {}) is None
+
+
+def test_the_bandwidth_members_from_each_nodes_own_view():
+    """Each node makes its member from its own variables (a gpuops_hardware from play variables counts); the run's
+    members are those facts, in play order."""
+    filters = acceptance.FilterModule().filters()
+    member = filters["acceptance_bandwidth_member"]
+    h100 = {"profile": "site", "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8},
+            "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"}}  # fmt: skip
+    roce = {**h100, "infiniband": {**h100["infiniband"], "link_layer": "Ethernet"}}
+    read = {"evidence": {}}
+    assert member("a", read, h100, ["rack_b", "rack_a"]) == {"node": "a", "rack": "rack_a", "rails": [],
+                                                              "gate_gbps": 380}  # fmt: skip
+    assert member("a", read, {**h100, "gates": {"ib_write_bw_gbps": 300}}, [])["gate_gbps"] == 300
+    assert member("b", read, roce, ["rack_a"]) is None
+    assert member("c", {"failed": True}, h100, ["rack_a"]) is None
+    hostvars = {"a": {"__acceptance_bw_member": member("a", read, h100, ["rack_a"])}, "b": {}, "c": {
+        "__acceptance_bw_member": None}}  # fmt: skip
+    assert [m["node"] for m in filters["acceptance_bandwidth_members"](["c", "b", "a"], hostvars)] == ["a"]
