@@ -197,8 +197,8 @@ def test_the_bandwidth_members_from_each_nodes_own_view():
             "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"}}  # fmt: skip
     roce = {**h100, "infiniband": {**h100["infiniband"], "link_layer": "Ethernet"}}
     read = {"evidence": {}}
-    assert member("a", read, h100, ["rack_b", "rack_a"]) == {"node": "a", "rack": "rack_a", "rails": [],
-                                                              "gate_gbps": 380}  # fmt: skip
+    expected = {"node": "a", "rack": "rack_a", "rails": [], "gate_gbps": 380}
+    assert member("a", read, h100, ["rack_b", "rack_a"]) == expected
     assert member("a", read, {**h100, "gates": {"ib_write_bw_gbps": 300}}, [])["gate_gbps"] == 300
     assert member("b", read, roce, ["rack_a"]) is None
     assert member("c", {"failed": True}, h100, ["rack_a"]) is None
