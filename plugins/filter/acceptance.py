@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_pairs, acceptance_results
 from ansible_collections.gpuops.bringup.plugins.module_utils.acceptance import input_problems, nccl_gates_by_profile
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import facts_of, mapping, plain
 
 
 def _acceptance_input_problems(hardware, required=None, optional=None):
@@ -31,8 +31,7 @@ def _acceptance_bandwidth_member(node, read, hardware, group_names):
 
 def _acceptance_bandwidth_members(hosts, hostvars):
     """The play's nodes that take part in the bandwidth passes: their __acceptance_bw_member, in play order."""
-    found = (plain(hostvars[h].get("__acceptance_bw_member")) for h in hosts or [])
-    return [m for m in found if m]
+    return facts_of(hosts, hostvars, "__acceptance_bw_member")
 
 
 def _acceptance_bandwidth_plan(members, entries, pass_number):

@@ -12,7 +12,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import (
     nccl_tests_pairs,
     nccl_tests_plan,
 )
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import facts_of, mapping, plain
 
 
 def _input_problems(params, hardware, published, profiles, groups, play_hosts, node):
@@ -57,12 +57,7 @@ def _pair_member(node, pairs, group_names, address, hardware):
 
 def _pair_members(hosts, hostvars):
     """The members of the pairs (their __nccl_tests_pair_member), in play order."""
-    found = (plain(hostvars[h].get("__nccl_tests_pair_member")) for h in hosts or [])
-    return [m for m in found if m]
-
-
-def _pair_nodes(hosts, hostvars):
-    return [m["node"] for m in _pair_members(hosts, hostvars)]
+    return facts_of(hosts, hostvars, "__nccl_tests_pair_member")
 
 
 def _pair_inputs(members, args, env, versions):
@@ -102,7 +97,6 @@ class FilterModule:
             "nccl_tests_records": _records,
             "nccl_tests_user_problem": _user_problem,
             "nccl_tests_pair_member": _pair_member,
-            "nccl_tests_pair_nodes": _pair_nodes,
             "nccl_tests_pair_members": _pair_members,
             "nccl_tests_pair_inputs": _pair_inputs,
             "nccl_tests_pair_kept": _pair_kept,

@@ -1391,13 +1391,13 @@ def check_nccl_pairs(state, hardware, gate_values):
     with_whom = ", ".join(f"{r['partner']} {r['busbw_gbps']:g} GB/s" if r["busbw_gbps"] is not None
                           else f"{r['partner']} no figure" for r in runs)  # fmt: skip
     outcome, failed_with = found["outcome"], ", ".join(found["failed_with"])
+    reasons = "; ".join(dict.fromkeys(x for r in runs for x in r["reasons"]))
     if outcome == acceptance_pairs.PASS:
         return _outcome("PASS", f"all_reduce_perf with {with_whom}, gate {gate:g}", value, gate, evidence=evidence)
     if outcome == acceptance_pairs.WARN:
         return _outcome("WARN", f"below the gate or failed with {failed_with}, which passed with others (that pair's "
                         f"fault, not this node's); {with_whom}", value, gate, evidence=evidence)  # fmt: skip
     if outcome == acceptance_pairs.FAIL:
-        reasons = "; ".join(dict.fromkeys(x for r in runs for x in r["reasons"]))
         below = bool(busbw) and all(r["reasons"] and all("below" in x for x in r["reasons"]) for r in runs)
         if failed_with:
             return _outcome("FAIL", f"failed with {failed_with}, which passed with others: {reasons}", value, gate,
@@ -1405,8 +1405,7 @@ def check_nccl_pairs(state, hardware, gate_values):
         return _outcome("FAIL", f"every pair failed ({with_whom}), none with a node that passed: {reasons}", value,
                         gate, "nccl_pair_unisolated", evidence)  # fmt: skip
     if outcome == acceptance_pairs.ERROR:
-        why = "; ".join(dict.fromkeys(x for r in runs for x in r["reasons"]))
-        return _outcome("ERROR", f"no pair with this node could run: {why}", value, gate, "tool_failed", evidence)
+        return _outcome("ERROR", f"no pair with this node could run: {reasons}", value, gate, "tool_failed", evidence)
     return _outcome("SKIPPED", "the node was in no pair of the kept run", value, gate, evidence=evidence)
 
 
@@ -1452,9 +1451,8 @@ def _has_nccl_gate(hardware):
 
 
 def _nccl_pairs(hardware):
-    if not hardware["gpu"]["count"]:
-        return "the profile has no GPU"
-    return None if _ports(hardware) is None else "the profile has no RDMA port: NCCL between nodes would measure TCP"
+    return _gpus(hardware) or (None if _ports(hardware) is None else
+                               "the profile has no RDMA port: NCCL between nodes would measure TCP")  # fmt: skip
 
 
 def _has_pair_gate(hardware):

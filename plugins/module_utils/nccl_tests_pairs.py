@@ -133,11 +133,6 @@ def entries_of(round_pairs, results, pass_number, measured_at):
     return entries
 
 
-def record(members, wanted, entries):
-    """What every member keeps under KEY in its results.json."""
-    return {"inputs": wanted, "measurement": {"members": members, "entries": entries}}
-
-
 def node_outcome(node, members, entries, gate=None, metric="largest"):
     """This node's outcome from the whole run's pairs, each judged at the node's gate where given (acceptance's),
     else at the lower of the pair's: {outcome, failed_with (partners that passed elsewhere), runs: [{pass, partner,

@@ -14,6 +14,13 @@ def mapping(value, what, name):
     return value
 
 
+def facts_of(hosts, hostvars, name):
+    """The fact `name` of each host that has one (not null), in the hosts' order: what each node made of its own
+    variables (play variables do not reach another node's hostvars)."""
+    found = (plain(hostvars[h].get(name)) for h in hosts or [])
+    return [f for f in found if f]
+
+
 def plain(value):
     """value with Ansible's tagged str, dict and list subclasses (what templates hand filters) as plain ones, nested
     too: the checks compare types and run regular expressions on them."""

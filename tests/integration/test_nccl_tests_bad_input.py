@@ -9,12 +9,13 @@ no NCCL.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from preflight_harness import assert_fails_with, hardware_profile, run_preflight
+from preflight_harness import ROOT, assert_fails_with, hardware_profile, run_preflight
 
 PLAYBOOK = Path(__file__).with_name("nccl_tests_preflight.yml")
 TAG = "nccl_tests_preflight"
@@ -100,6 +101,12 @@ CASES = {
          "Nothing was changed. Fix: a name of its own (the default gpuops-nccl, which the role creates), or remove "
          "that account."],
     ),
+    "multinode_group_named_as_the_pairs": (
+        {"nccl_tests_multinode_group": "pairs", "nccl_tests_pairs": "true"},
+        ["nccl_tests_multinode_group is 'pairs', the name nccl_tests_pairs keeps its SSH key and configuration under: "
+         "the two would share them. Fix: another group name (rename the inventory group), or nccl_tests_pairs: "
+         "false."],
+    ),
     # The control: the role's defaults (its nccl-tests tarball and checksum included) and the hardware profile pass;
     # the first check of the node stops at this machine's OS.
     "valid_variables_on_an_unsupported_os": (
@@ -107,7 +114,9 @@ CASES = {
         ["nccl_tests_nccl_source is distribution (the OS's own libnccl2 and libnccl-dev), which this collection "
          "supports on Debian 13 (contrib, NCCL 2.22.3); localhost runs Debian GNU/Linux 12 (bookworm)",
          "Fix: a Debian 13 node, or nccl_tests_nccl_source: cuda_repo on Ubuntu 22.04 or 24.04. Debian 12 carries "
-         "no NCCL, and NVIDIA publishes its NCCL packages for Ubuntu and RHEL."],
+         "no NCCL, and NVIDIA publishes its NCCL packages for Ubuntu and RHEL. For a node to be accepted without "
+         "NCCL: gpuops_nccl_tests: false (site.yml skips this stage on it) and nccl.single_node and nccl.pairs in "
+         "acceptance_optional."],
     ),
 }  # fmt: skip
 
@@ -116,10 +125,36 @@ CASES = {
 def test_bad_input_fails_in_preflight(tmp_path: Path, case: str) -> None:
     variables, expected = CASES[case]
     inventory = tmp_path / "hosts.yml"
-    groups = {"hgx_h100_8gpu": {"hosts": {"localhost": {}}}, "lonely": {"hosts": {"localhost": {}}}}
+    groups = {
+        "hgx_h100_8gpu": {"hosts": {"localhost": {}}},
+        "lonely": {"hosts": {"localhost": {}}},
+        "pairs": {"hosts": {"localhost": {}}},
+    }
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     inventory.write_text(yaml.safe_dump({"all": {"children": groups, "vars": local}}))
     proc = run_preflight(
         PLAYBOOK, TAG, tmp_path, ["--inventory", str(inventory)], {"gpuops_hardware": H100, **variables}
     )
     assert_fails_with(proc, "localhost", expected)
+
+
+@pytest.mark.parametrize(
+    ("value", "failed"),
+    [("false", False), ("maybe", True)],
+)
+def test_a_node_set_to_run_no_nccl_stage_leaves_it(tmp_path: Path, value: str, failed: bool) -> None:
+    """gpuops_nccl_tests=false (a string, as from the command line) takes the node out of playbooks/nccl_tests.yml
+    before the role: this Debian 12 machine, which the role would refuse, ends the play without a failure. A value
+    that is no boolean stops it with the variable's message."""
+    inventory = tmp_path / "hosts.yml"
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "gpuops_hardware": H100}
+    groups = {"rack_a": {"hosts": {"localhost": {}}}, "hgx_h100_8gpu": {"hosts": {"localhost": {}}}}
+    inventory.write_text(yaml.safe_dump({"all": {"children": groups, "vars": local}}))
+    proc = run_preflight(ROOT / "playbooks" / "nccl_tests.yml", "nccl_tests", tmp_path,
+                         ["--inventory", str(inventory)], {"gpuops_nccl_tests": value})  # fmt: skip
+    if failed:
+        assert_fails_with(proc, "localhost", ['gpuops_nccl_tests is "maybe": not a boolean (true or false;'])
+    else:
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        assert re.search(r"localhost\s*: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0", proc.stdout)
+        assert "Check the variables, the node's profile and the multi-node group" not in proc.stdout

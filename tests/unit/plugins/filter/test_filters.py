@@ -178,7 +178,7 @@ def test_the_pair_nodes_and_members_from_hostvars():
         "c": {"__nccl_tests_pair_member": member("c", "no", ["rack_a"], "c", h100)},
         "d": {},
     }
-    assert filters["nccl_tests_pair_nodes"](["a", "b", "c", "d"], hostvars) == ["a", "b"]
+    assert [m["node"] for m in filters["nccl_tests_pair_members"](["a", "b", "c", "d"], hostvars)] == ["a", "b"]
     assert filters["nccl_tests_pair_members"](["d", "b", "a"], hostvars) == [
         {"node": "b", "rack": "rack_a", "address": "b", "gpus": 8, "gate_gbps": 150, "profile": "site"},
         {"node": "a", "rack": "rack_a", "address": "10.0.0.1", "gpus": 8, "gate_gbps": 365, "profile": "hgx_h100_8gpu"},

@@ -155,18 +155,23 @@ def test_entries_of_a_round_from_the_launcher_results():
     assert entries[3]["measurement"] is None
 
 
+def record(members, wanted, entries):
+    """What a pair node keeps under pairs/all_reduce_perf (roles/nccl_tests/vars/main.yml, __nccl_tests_pair_record)."""
+    return {"inputs": wanted, "measurement": {"members": members, "entries": entries}}
+
+
 def test_a_kept_record_stands_only_when_every_member_keeps_it_for_the_same_inputs():
     nodes = members("n1", "n2")
     wanted = nccl_tests_pairs.inputs(nodes, ["-b", "16G", "-g", "1"], {"NCCL_IB_HCA": "mlx5_0"}, {"nccl": "2.22.3"})
     entries = [entry("n1", "n2")]
-    record = nccl_tests_pairs.record(nodes, wanted, entries)
-    stored = {"n1": {nccl_tests_pairs.KEY: record}, "n2": {nccl_tests_pairs.KEY: record}}
+    kept = record(nodes, wanted, entries)
+    stored = {"n1": {nccl_tests_pairs.KEY: kept}, "n2": {nccl_tests_pairs.KEY: kept}}
     assert nccl_tests_pairs.kept(stored, wanted, False) == entries
     assert nccl_tests_pairs.kept(stored, wanted, True) is None
     assert nccl_tests_pairs.kept({"n1": stored["n1"]}, wanted, False) is None
     other = nccl_tests_pairs.inputs(members("n1", "n2", gate=365), wanted["args"], wanted["env"], wanted["versions"])
     assert nccl_tests_pairs.kept(stored, other, False) is None
-    differing = {**stored, "n2": {nccl_tests_pairs.KEY: nccl_tests_pairs.record(nodes, wanted, [])}}
+    differing = {**stored, "n2": {nccl_tests_pairs.KEY: record(nodes, wanted, [])}}
     assert nccl_tests_pairs.kept(differing, wanted, False) is None
     broken = {**stored, "n2": {nccl_tests_pairs.KEY: {"inputs": wanted, "measurement": "nonsense"}}}
     assert nccl_tests_pairs.kept(broken, wanted, False) is None

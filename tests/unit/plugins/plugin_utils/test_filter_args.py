@@ -6,7 +6,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.bringup.plugins.filter import driver
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import facts_of, mapping
 
 
 def test_a_mapping_passes_through():
@@ -19,3 +19,9 @@ def test_another_type_names_the_filter_and_the_argument():
         AnsibleFilterError, match=r"^gpuops.bringup.driver_kernels needs os_facts' gpuops_os \(a mapping\), got list$"
     ):
         driver.driver_kernels([], {}, {})
+
+
+def test_facts_of_keeps_the_hosts_order_and_drops_the_missing_and_null():
+    hostvars = {"a": {"x": {"node": "a"}}, "b": {}, "c": {"x": None}, "d": {"x": {"node": "d"}}}
+    assert facts_of(["d", "c", "b", "a"], hostvars, "x") == [{"node": "d"}, {"node": "a"}]
+    assert facts_of(None, hostvars, "x") == []
