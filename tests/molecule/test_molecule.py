@@ -22,6 +22,7 @@ FIRST = [
     "nvidia_driver_cuda_repo",
     "k8s_node",
     "cuda_toolkit",
+    "site",
 ]
 SCENARIOS = sorted(
     (p.parent.name for p in (ROOT / "molecule").glob("*/molecule.yml")),
