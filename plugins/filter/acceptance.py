@@ -55,6 +55,10 @@ def _acceptance_kubernetes_evidence(reads, joins, kubeconfig, name, label_prefix
                                           str(label_prefix))  # fmt: skip
 
 
+def _acceptance_kubernetes_mark_patch(evidence, verdict, label_prefix):
+    return acceptance.kubernetes_mark(plain(evidence), str(verdict), str(label_prefix))
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -66,4 +70,5 @@ class FilterModule:
             "acceptance_bandwidth_entries": _acceptance_bandwidth_entries,
             "acceptance_bandwidth_record": _acceptance_bandwidth_record,
             "acceptance_kubernetes_evidence": _acceptance_kubernetes_evidence,
+            "acceptance_kubernetes_mark_patch": _acceptance_kubernetes_mark_patch,
         }

@@ -1559,6 +1559,44 @@ def kubernetes_evidence(joins, reads, kubeconfig, name, label_prefix):
     return {"rc": 0, "stderr": "", "stdout": json.dumps(mine), "label_prefix": label_prefix}
 
 
+def mark_key(label_prefix):
+    """The label and taint key that carry a node's verdict on its Node: under a domain of its own, so that the
+    Kubernetes stage, which owns the labels under label_prefix and removes those a node no longer earns, leaves it."""
+    return f"acceptance.{label_prefix}/verdict"
+
+
+def kubernetes_mark(evidence, verdict, label_prefix):
+    """The JSON merge patch that marks the node's Node with its verdict, or {} where it is marked so already or there
+    is no Node to mark (the node joins no cluster, the read failed, the cluster has no Node of its name).
+
+    The label says the verdict (accepted, rejected, incomplete); a node not accepted also gets a NoSchedule taint of
+    the same key, so that no new pod lands on it until a run accepts it, which takes the taint off. The Node's other
+    taints are kept (the taints list is replaced whole by a merge patch)."""
+    if not isinstance(evidence, dict) or evidence.get("rc") != 0:
+        return {}
+    try:
+        nodes = json.loads(evidence.get("stdout") or "")
+    except ValueError:
+        return {}
+    if not isinstance(nodes, list) or len(nodes) != 1 or not isinstance(nodes[0], dict):
+        return {}
+    node, key = nodes[0], mark_key(label_prefix)
+    patch = {}
+    if ((node.get("metadata") or {}).get("labels") or {}).get(key) != verdict:
+        patch["metadata"] = {"labels": {key: verdict}}
+    have = [t for t in (node.get("spec") or {}).get("taints") or [] if isinstance(t, dict)]
+    want = [t for t in have if t.get("key") != key]
+    if verdict != "accepted":
+        want.append({"key": key, "value": verdict, "effect": "NoSchedule"})
+    if sorted(map(_taint_words, want)) != sorted(map(_taint_words, have)):
+        patch["spec"] = {"taints": want}
+    return patch
+
+
+def _taint_words(taint):
+    return tuple(str(taint.get(k, "")) for k in ("key", "value", "effect"))
+
+
 def inventory(state):
     """What the node is: system, GPUs (serials, UUIDs, VBIOS), RDMA adapters (firmware, PSID), driver."""
     query = state["gpu"]["query"] or {}

@@ -159,6 +159,15 @@ def dns_subdomain(value):
     return None
 
 
+def verdict_label_prefix(value):
+    """A label prefix that the acceptance verdict's own domain, acceptance.<prefix>, extends."""
+    return dns_subdomain(value) or (
+        "too long for the verdict's label acceptance.<prefix>/verdict (253 characters at most)"
+        if dns_subdomain(f"acceptance.{value}")
+        else None
+    )
+
+
 def registry(value):
     """host[:port][/path] of a registry, without a scheme (containerd's and Kubernetes' form)."""
     if not isinstance(value, str):
@@ -401,8 +410,10 @@ VARIABLES = {
         _scalar(integer(1, 5)), "the passes of pair tests, 1 (no isolation) to 5, e.g. 3"
     ),
     "acceptance_label_prefix": Rule(
-        _scalar(dns_subdomain), "a DNS subdomain such as gpuops.io (k8s_node_label_prefix)"
+        _scalar(verdict_label_prefix),
+        "a DNS subdomain such as gpuops.io (k8s_node_label_prefix)",
     ),
+    "acceptance_kubernetes_mark": Rule(_scalar(boolean), BOOL_FIX),
     "acceptance_cuda_root": Rule(
         _scalar(absolute_path), "the CUDA root whose bin/nvcc builds the check, e.g. /usr/local/cuda"
     ),

@@ -43,7 +43,12 @@ BAD = {
     "acceptance_bandwidth": BOOL,
     "acceptance_bandwidth_duration": [(0, "out of range: from 1 to 300"), ("5s", "not a whole number")],
     "acceptance_bandwidth_passes": [(6, "out of range: from 1 to 5")],
-    "acceptance_label_prefix": [("gpuops.io/x", "not a Kubernetes node name")],
+    "acceptance_label_prefix": [
+        ("gpuops.io/x", "not a Kubernetes node name"),
+        # 245 characters: a prefix, but acceptance.<it> is over 253.
+        (".".join(["a" * 60] * 4) + ".io", "too long for the verdict's label acceptance.<prefix>/verdict"),
+    ],
+    "acceptance_kubernetes_mark": BOOL,
     "acceptance_node_name": [("GPU-Node-01", "not a Kubernetes node name")],
     "acceptance_cuda_root": [("usr/local/cuda", "not an absolute path"), ("/usr/local/cuda; x", "not an absolute")],
     "acceptance_container_image": [("nvcr.io/nvidia/cuda:12.2.2 --privileged", "not an image reference")],

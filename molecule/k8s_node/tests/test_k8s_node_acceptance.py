@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,47 @@ def test_a_device_plugin_offering_fewer_gpus_fails_the_node(host, stage_run, tmp
     gpus = checks["kubernetes.gpus"]
     assert (gpus["status"], gpus["fault"], gpus["required"]) == ("FAIL", "k8s_gpus_missing", True)
     assert gpus["reason"] == "the Node offers 3 nvidia.com/gpu to pods (capacity 4), the profile has 4"
+
+
+def test_the_verdict_marks_the_node_and_an_accepting_run_takes_the_taint_off(host, stage_run, tmp_path):
+    """acceptance_kubernetes_mark: the verdict as a label; a NoSchedule taint while the node is not accepted (the
+    node's own taint, stage 4's, stays); a run that accepts the node takes the taint off."""
+    if host.backend.get_hostname() != "cp":
+        pytest.skip("runs once, from the control plane's turn")
+    mark = "acceptance.gpuops.io/verdict"
+    common = ["--limit", "gpu", "-e", f"acceptance_kubeconfig={EPHEMERAL / 'admin.conf'}",
+              "-e", "acceptance_fail_unaccepted=false", "-e", "acceptance_counter_interval=1",
+              "-e", "acceptance_kubernetes_mark=true"]  # fmt: skip
+
+    def node():
+        return json.loads(host.check_output(f"{KUBECTL} get node gpu -o json"))
+
+    try:
+        rc, output = stage_run(ROOT / "playbooks" / "acceptance.yml", "acceptance",
+                               [*common, "-e", f"acceptance_results_dir={tmp_path / 'first'}"])  # fmt: skip
+        assert rc == 0, output[-3000:]
+        (run,) = (tmp_path / "first").iterdir()
+        verdict = json.loads((run / "nodes" / "gpu.json").read_text())["verdict"]
+        # No driver is installed here (see molecule.yml): the node is not accepted.
+        assert verdict in ("rejected", "incomplete")
+        got = node()
+        assert got["metadata"]["labels"][mark] == verdict
+        assert got["spec"]["taints"] == [
+            {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+            {"key": mark, "value": verdict, "effect": "NoSchedule"},
+        ]
+
+        required = json.dumps({"acceptance_required": ["kubernetes.ready", "kubernetes.labels"]})
+        second = [*common, "-e", f"acceptance_results_dir={tmp_path / 'second'}", "-e", required]
+        rc, output = stage_run(ROOT / "playbooks" / "acceptance.yml", "acceptance", second)
+        assert rc == 0, output[-3000:]
+        # The mark is the run's one change: the results are a record, not managed state.
+        assert re.search(r"\bgpu : ok=\d+ changed=1 ", output), output[-3000:]
+        got = node()
+        assert got["metadata"]["labels"][mark] == "accepted"
+        assert got["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    finally:
+        # What stage 4 left (test_k8s_node.py reads it): the node's own taint, no verdict label.
+        undo = json.dumps({"metadata": {"labels": {mark: None}}, "spec": {"taints": [
+            {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}})  # fmt: skip
+        host.run_expect([0], f"{KUBECTL} patch node gpu --type=merge -p '{undo}'")

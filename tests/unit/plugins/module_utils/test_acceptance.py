@@ -14,6 +14,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import (
     acceptance,
     acceptance_faults,
     acceptance_pairs,
+    kubernetes_node,
     perftest,
 )
 
@@ -1203,6 +1204,80 @@ def test_bandwidth_gate_from_the_profile_else_the_port_rate():
     assert acceptance.bandwidth_gate(L40S) == (acceptance.bandwidth_gate(L40S)[0], "90 % of the port rate")
     assert acceptance.bandwidth_gate({"gpu": {}, "infiniband": {"rate_gbps": 200}}) == (180.0, "90 % of the port rate")
     assert acceptance.bandwidth_gate({**H100, "gates": {"ib_write_bw_gbps": 390}}) == (390, "gate")
+
+
+def _node_evidence(labels=None, taints=None):
+    node = {"metadata": {"name": "n1", "labels": labels or {}}, "spec": {"taints": taints} if taints else {}}
+    return {"rc": 0, "stderr": "", "stdout": json.dumps([node])}
+
+
+USER_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+MARK = "acceptance.gpuops.io/verdict"
+
+
+@pytest.mark.parametrize("verdict", ["rejected", "incomplete"])
+def test_a_node_not_accepted_is_labelled_and_tainted_and_its_other_taints_kept(verdict):
+    patch = acceptance.kubernetes_mark(_node_evidence(taints=[USER_TAINT]), verdict, "gpuops.io")
+    assert patch == {
+        "metadata": {"labels": {MARK: verdict}},
+        "spec": {"taints": [USER_TAINT, {"key": MARK, "value": verdict, "effect": "NoSchedule"}]},
+    }
+
+
+def test_an_accepted_node_is_labelled_and_its_mark_taint_taken_off():
+    taint = {"key": MARK, "value": "rejected", "effect": "NoSchedule"}
+    patch = acceptance.kubernetes_mark(_node_evidence({MARK: "rejected"}, [taint, USER_TAINT]), "accepted", "gpuops.io")
+    assert patch == {"metadata": {"labels": {MARK: "accepted"}}, "spec": {"taints": [USER_TAINT]}}
+    # Accepted before: the label alone, no taint to change.
+    assert acceptance.kubernetes_mark(_node_evidence(), "accepted", "gpuops.io") == {
+        "metadata": {"labels": {MARK: "accepted"}}
+    }  # fmt: skip
+
+
+def test_a_node_marked_so_already_gets_no_patch():
+    taint = {"key": MARK, "value": "rejected", "effect": "NoSchedule"}
+    # The order the API keeps the taints in is not a difference.
+    assert acceptance.kubernetes_mark(_node_evidence({MARK: "rejected"}, [taint, USER_TAINT]), "rejected",
+                                      "gpuops.io") == {}  # fmt: skip
+    assert acceptance.kubernetes_mark(_node_evidence({MARK: "accepted"}, [USER_TAINT]), "accepted", "gpuops.io") == {}
+    # From rejected to incomplete: the taint's value follows the label.
+    assert acceptance.kubernetes_mark(_node_evidence({MARK: "rejected"}, [taint]), "incomplete", "gpuops.io") == {
+        "metadata": {"labels": {MARK: "incomplete"}},
+        "spec": {"taints": [{"key": MARK, "value": "incomplete", "effect": "NoSchedule"}]},
+    }  # fmt: skip
+
+
+def test_the_mark_lives_under_a_domain_of_its_own():
+    """Not under the label prefix, whose labels the Kubernetes stage removes when the node does not earn them."""
+    patch = acceptance.kubernetes_mark(_node_evidence(), "rejected", "example.com")
+    assert list(patch["metadata"]["labels"]) == ["acceptance.example.com/verdict"]
+    stage4 = kubernetes_node.node_patch(
+        {"metadata": {"labels": {"example.com/gpu.count": "8", "acceptance.example.com/verdict": "rejected"}}},
+        {"example.com/gpu.count": "8"}, [], "example.com")  # fmt: skip
+    assert stage4 == {}
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        {"skipped": "gpuops_kubernetes_join is false: the node joins no cluster", "not_applicable": True},
+        {"rc": 1, "stdout": "", "stderr": "Failed to get client"},
+        {"rc": 0, "stdout": "[]", "stderr": ""},
+        {"rc": 0, "stdout": "not json", "stderr": ""},
+        {"rc": 0, "stdout": '{"metadata": {}}', "stderr": ""},
+        {"rc": 0, "stdout": '["node"]', "stderr": ""},
+        None,
+    ],
+)
+def test_no_node_to_mark_gives_no_patch(evidence):
+    assert acceptance.kubernetes_mark(evidence, "rejected", "gpuops.io") == {}
+
+
+def test_a_taint_that_is_not_a_mapping_is_not_read():
+    evidence = {"rc": 0, "stderr": "", "stdout": json.dumps([{"spec": {"taints": ["junk", USER_TAINT]}}])}
+    assert acceptance.kubernetes_mark(evidence, "rejected", "gpuops.io")["spec"] == {
+        "taints": [USER_TAINT, {"key": MARK, "value": "rejected", "effect": "NoSchedule"}]
+    }  # fmt: skip
 
 
 def test_a_nodes_kubernetes_evidence_comes_from_one_read_of_its_cluster():
