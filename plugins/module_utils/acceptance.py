@@ -1588,13 +1588,9 @@ def kubernetes_mark(evidence, verdict, label_prefix):
     want = [t for t in have if t.get("key") != key]
     if verdict != "accepted":
         want.append({"key": key, "value": verdict, "effect": "NoSchedule"})
-    if sorted(map(_taint_words, want)) != sorted(map(_taint_words, have)):
+    if sorted(map(kubernetes_node.taint_words, want)) != sorted(map(kubernetes_node.taint_words, have)):
         patch["spec"] = {"taints": want}
     return patch
-
-
-def _taint_words(taint):
-    return tuple(str(taint.get(k, "")) for k in ("key", "value", "effect"))
 
 
 def inventory(state):

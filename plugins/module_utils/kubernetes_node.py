@@ -274,13 +274,14 @@ def node_patch(node, labels, taints, prefix):
     want = [{"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]} for t in taints]
     mine = {(t["key"], t["effect"]) for t in want}
     kept = [t for t in have if (t.get("key"), t.get("effect")) not in mine]
-    if sorted(map(_taint, kept + want)) != sorted(map(_taint, have)):
+    if sorted(map(taint_words, kept + want)) != sorted(map(taint_words, have)):
         patch["spec"] = {"taints": kept + want}
     return patch
 
 
-def _taint(taint):
-    return (taint.get("key"), taint.get("value", ""), taint.get("effect"))
+def taint_words(taint):
+    """A taint as (key, value, effect) strings, for comparing lists of taints whatever their order."""
+    return tuple(str(taint.get(k, "")) for k in ("key", "value", "effect"))
 
 
 def ready(node, what="ready"):
