@@ -5,8 +5,8 @@ to each worker at the start, then one to each worker that runs dry. A Molecule
 scenario is a unit of its own (minutes each, slowest first, see
 tests/molecule); any other test module is one unit: an integration module
 starts its bench nodes once for all its tests, under names that two workers
-must not both create. The scenarios go first so that the last unit to finish is
-a short one.
+must not both create. The scenarios go first, then the longest modules
+(LONGEST), so that the last unit to finish is a short one.
 
 (xdist's own `--dist loadgroup` would do this with marks, but it renames the
 test ids through an attribute pytest 9 no longer reads.)
@@ -30,11 +30,35 @@ os.environ["ANSIBLE_NOCOLOR"] = "1"
 
 # Test ids are relative to the rootdir that tests/run.py names.
 MOLECULE_TESTS = "tests/molecule/"
+# After the scenarios, the modules that take longest (minutes of bench nodes, package installs and playbook runs;
+# measured in a fresh-clone .ci/run), longest first; every other module after them in collection order. In plain
+# collection order test_nvidia_driver_rhel (about four minutes) started among the last, and one worker ran alone for
+# the last minute and a half of the run (vmstat: half the CPU idle).
+LONGEST = [
+    "tests/integration/test_cuda_toolkit_rhel.py",
+    "tests/integration/test_nvidia_driver_rhel.py",
+    "tests/lint/test_lint.py",
+    "tests/integration/test_fault_recovery.py",
+    "tests/integration/test_driver_os_matrix.py",
+    "tests/integration/test_cuda_toolkit_bad_input.py",
+    "tests/integration/test_driver_bad_input.py",
+    "tests/integration/test_cuda_toolkit_os_matrix.py",
+    "tests/integration/test_variable_grammar.py",
+    "tests/integration/test_nccl_tests_os_matrix.py",
+]
+
+
+def _order(item: pytest.Item) -> tuple[int, int]:
+    if item.nodeid.startswith(MOLECULE_TESTS):
+        return (0, 0)
+    module = item.nodeid.split("::", 1)[0]
+    return (1, LONGEST.index(module)) if module in LONGEST else (2, 0)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not item.nodeid.startswith(MOLECULE_TESTS))
+    # A stable sort: the scenarios keep their order (tests/molecule), the others theirs within each rank.
+    items.sort(key=_order)
 
 
 @pytest.hookimpl(optionalhook=True)

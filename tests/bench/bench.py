@@ -6,7 +6,8 @@ images are rebuilt only when their recipe changes, the mirror only restarted
 when its configuration changes.
 
     bench.py host                 install podman & co, write the podman drop-in, create the network
-    bench.py images               build the Debian 12/13 node images and the mirror image
+    bench.py images               build the Debian 12/13 node images (and Debian 12's with rpm and dnf, for nodes
+                                  posing as RHEL) and the mirror image
     bench.py mirror               (re)build the local repository and the stand-in repositories
                                   (tests/standins), start the mirror
     bench.py nodes up GROUP SPEC  start node containers (SPEC: JSON list of {name, image, hardware}: hardware
@@ -249,17 +250,24 @@ def node_image(name: str) -> str:
 MIRROR_IMAGE = "localhost/gpuops-mirror:latest"
 
 
+# Node images built on a node image: name -> (the node image it starts from, its Containerfile under images/).
+DERIVED = {"debian12-rpm": ("debian12", "rpm.Containerfile")}
+
+
 def cmd_images(_args: argparse.Namespace) -> None:
     def one(name: str, suite: str) -> None:
         rootfs = build_rootfs(name, suite)
         build_image(node_image(name), BENCH / "images" / "node.Containerfile", rootfs)
         if name == "debian12":
             build_image(MIRROR_IMAGE, BENCH / "images" / "mirror.Containerfile", rootfs)
+        for derived, (base, containerfile) in DERIVED.items():
+            if base == name:
+                build_image(node_image(derived), BENCH / "images" / containerfile, node_image(name))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(DISTROS)) as pool:
         for future in [pool.submit(one, n, s) for n, s in DISTROS.items()]:
             future.result()
-    log("images ready: " + ", ".join(node_image(n) for n in DISTROS) + f", {MIRROR_IMAGE}")
+    log("images ready: " + ", ".join(node_image(n) for n in [*DISTROS, *DERIVED]) + f", {MIRROR_IMAGE}")
 
 
 # --- mirror -------------------------------------------------------------------------------
@@ -990,7 +998,8 @@ def cmd_clean(_args: argparse.Namespace) -> None:
     if ids:
         podman("rm", "--force", "--time", "5", *ids)
     podman("network", "rm", "--force", NETWORK, check=False)
-    for ref in [*(node_image(n) for n in DISTROS), MIRROR_IMAGE, *(f"localhost/gpuops-rootfs:{n}" for n in DISTROS)]:
+    images = [*(node_image(n) for n in [*DERIVED, *DISTROS]), MIRROR_IMAGE]
+    for ref in [*images, *(f"localhost/gpuops-rootfs:{n}" for n in DISTROS)]:
         podman("rmi", "--force", ref, check=False)
     shutil.rmtree(STATE, ignore_errors=True)
 

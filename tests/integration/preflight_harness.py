@@ -194,20 +194,11 @@ class Nodes:
         subprocess.run(["podman", "cp", str(RELEASES / release), f"{self.containers[node]}:/etc/os-release"],
                        check=True)  # fmt: skip
 
-    def rpm_userland(self, node: str, suite: str, major: str) -> None:
-        """A RHEL or Rocky Linux node's package tools, from Debian's archive: rpm, dnf 4 (RHEL 8 has 4.7, RHEL 9 4.14,
-        Debian 12 4.14) and dnf's core plugins (versionlock), set up as RHEL has them: the release version dnf reads
-        (RHEL's from its system-release package, which Debian's rpm database lacks), no local-repository plugin
-        (Debian enables it, RHEL does not install it), /etc/yum.repos.d, and /bin/sh provided in the rpm database
-        (by a files-less rpm: the shell is dpkg's). Debian's apt and dpkg stay: the roles use
-        the package manager os_facts reads from /etc/os-release, never what happens to be installed."""
-        self.debian_sources(node, suite)
-        self.sh(node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dnf rpm "
-                      "dnf-plugins-core && mkdir -p /etc/yum.repos.d /etc/dnf/vars "
-                      f"&& echo {major} > /etc/dnf/vars/releasever "
-                      "&& printf '[main]\\nenabled = 0\\n' > /etc/dnf/plugins/local.conf")  # fmt: skip
-        # rpm scriptlets require /bin/sh, which RHEL's bash provides in the rpm database; here dpkg owns it.
-        self.rpm_installed(node, "gpuops-bench-base", "1-1", "/bin/sh")
+    def dnf_release(self, node: str, major: str) -> None:
+        """A node of the debian12-rpm image (tests/bench/images/rpm.Containerfile: rpm, dnf 4 and its core plugins
+        set up as RHEL has them) given the release version dnf reads: RHEL's comes from its system-release package,
+        which that rpm database lacks."""
+        self.sh(node, f"echo {major} > /etc/dnf/vars/releasever")
 
     def rpm_installed(self, node: str, name: str, evr: str, provides: str) -> None:
         """An installed rpm of that name and [epoch:]version-release providing `provides` (and no files): the

@@ -43,12 +43,13 @@ CUDA_REPO = {
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    with bench_nodes(tmp_path_factory, GROUP, [{"name": name, "image": "debian12"} for name in NODES]) as started:
+    specs = [{"name": name, "image": "debian12-rpm" if name in RHEL else "debian12"} for name in NODES]
+    with bench_nodes(tmp_path_factory, GROUP, specs) as started:
 
         def prepare(name: str) -> None:
             release, _repository, driver = NODES[name]
             if name in RHEL:
-                started.rpm_userland(name, "bookworm", release.split("-")[1].split(".")[0])
+                started.dnf_release(name, release.split("-")[1].split(".")[0])
             started.os_release(name, release)
             if driver:
                 started.rpm_installed(name, "nvidia-driver-cuda-libs", driver, "libcuda.so.1()(64bit)")

@@ -39,9 +39,10 @@ RECAP = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+f
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    with bench_nodes(tmp_path_factory, "cuda-rhel", [{"name": NODE, "image": "debian12"}]) as started:
-        started.rpm_userland(NODE, "bookworm", "9")
-        # The stand-in nvcc's compiler (apt's sources are the mirror's, from rpm_userland).
+    with bench_nodes(tmp_path_factory, "cuda-rhel", [{"name": NODE, "image": "debian12-rpm"}]) as started:
+        started.dnf_release(NODE, "9")
+        # The stand-in nvcc's compiler, from Debian's archive through the mirror.
+        started.debian_sources(NODE, "bookworm")
         started.sh(NODE, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
                          "nvidia-cuda-toolkit")  # fmt: skip
         started.os_release(NODE, "rocky-9.3")

@@ -37,13 +37,13 @@ NVSWITCH = {"gpuops_hardware": {"profile": "hgx_h100_8gpu", "gpu": {"nvswitch": 
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    specs = [{"name": name, "image": "debian12"} for name in [*UBUNTU, *RHEL]]
+    specs = [{"name": name, "image": "debian12-rpm" if name in RHEL else "debian12"} for name in [*UBUNTU, *RHEL]]
     with bench_nodes(tmp_path_factory, GROUP, specs) as started:
 
         def prepare(name: str) -> None:
             release = {**UBUNTU, **RHEL}[name]
             if name in RHEL:
-                started.rpm_userland(name, "bookworm", release.split("-")[1].split(".")[0])
+                started.dnf_release(name, release.split("-")[1].split(".")[0])
                 # The image's kernel (Debian's, in /lib/modules) is no rpm's: a build tree for it, what an installed
                 # kernel-devel leaves, makes it a kernel DKMS can build for without a kernel-devel to install.
                 started.sh(name, "for k in /lib/modules/*; do mkdir -p $k/build && touch $k/build/Makefile; done")

@@ -39,10 +39,12 @@ RECAP = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+f
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    with bench_nodes(tmp_path_factory, "driver-rhel", [{"name": n, "image": "debian12"} for n in NODES]) as started:
+    specs = [{"name": n, "image": "debian12-rpm"} for n in NODES]
+    with bench_nodes(tmp_path_factory, "driver-rhel", specs) as started:
 
         def prepare(name: str) -> None:
-            started.rpm_userland(name, "bookworm", "9")
+            started.dnf_release(name, "9")
+            started.debian_sources(name, "bookworm")
             # DKMS and the image kernel's headers, from Debian's archive through the mirror; an rpm record of dkms,
             # which NVIDIA's DKMS packages require (EPEL's on RHEL).
             started.sh(name, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dkms "
