@@ -395,7 +395,9 @@ def upstream_version(package_version):
 
 def gates(hardware):
     """(gates, sources): the published gates for the profile's GPU model and count, then the profile's own."""
-    gpu = (hardware or {}).get("gpu") or {}
+    gpu = (hardware or {}).get("gpu")
+    # A profile's shape is inventory_schema's to refuse; a gpu that is no mapping has no published gate.
+    gpu = gpu if isinstance(gpu, dict) else {}
     found, sources = {}, {}
     for entry in PUBLISHED_GATES:
         if entry["model"] == gpu.get("model") and entry["count"] == gpu.get("count"):

@@ -88,9 +88,11 @@ def bw_run(capture):
     return {"ok": True, "exit_code": 0, "average_gbps": parsed["average_gbps"], "messages": []}
 
 
-def bandwidth_record(node="n1", nodes=4, slow=(), rails=None, passes=3):
+def bandwidth_record(node="n1", nodes=4, slow=(), rails=None, passes=3, slow_pairs=()):
     """The run's ib_write_bw record as the stage keeps it, its passes planned by acceptance_pairs: slow is the
-    (node, rail)s whose end reports half the rate; rails the nodes' rails where they differ from RAILS."""
+    (node, rail)s whose end reports half the rate, slow_pairs the ((node, node), rail)s whose runs together do; rails
+    the nodes' rails where they differ from RAILS."""
+    slow_pairs = {(frozenset(pair), rail) for pair, rail in slow_pairs}
     names = [f"n{i}" for i in range(1, nodes + 1)]
     members = [{"node": n, "rack": "r1", "rails": (rails or {}).get(n, RAILS), "gate_gbps": 380} for n in names]
     entries = []
@@ -100,8 +102,12 @@ def bandwidth_record(node="n1", nodes=4, slow=(), rails=None, passes=3):
                 if role["role"] != "client":
                     continue
                 server = role["partner"]
+
+                def half(host, rail, client=client, server=server):
+                    return (host, rail) in slow or (frozenset((client, server)), rail) in slow_pairs
+
                 entries.append({"pass": number, "client": client, "server": server, "rails": {
-                    r["device"]: {end: bw_run((HALF if (host, r["device"]) in slow else NDR)[end])
+                    r["device"]: {end: bw_run((HALF if half(host, r["device"]) else NDR)[end])
                                   for end, host in (("client", client), ("server", server))}
                     for r in role["rails"]}})  # fmt: skip
     return {"node": node, "members": members, "entries": entries}
@@ -133,9 +139,11 @@ def evidence(
     container=CONTAINER_HEALTHY,
     bandwidth=None,
     node=None,
+    replace=None,
 ):
     """A node's acceptance_read evidence: by default the healthy simulated H100 node with driver 565.57.01 (the
-    counters: each InfiniBand port read twice, both reads given as (first, second) evidence items or captures)."""
+    counters: each InfiniBand port read twice, both reads given as (first, second) evidence items or captures);
+    replace: {file name: evidence item} for what the arguments do not shape."""
     items = {
         "nvidia-smi-query.xml": run(fixture(query), query_rc),
         "nvidia-smi-nvlink.txt": run(fixture(nvlink)) if nvlink else {"skipped": "no GPU query"},
@@ -174,7 +182,7 @@ def evidence(
             else node
         ),
     }
-    return items
+    return {**items, **(replace or {})}
 
 
 def pair_entry(a, b, busbw=400.0, rc=0, number=1, errors=()):
@@ -628,6 +636,46 @@ def test_dcgm_diagnostics(capture, rc, status, fault, reason):
     assert found["evidence"] == ["dcgm-diag.json"]
 
 
+@pytest.mark.parametrize(
+    ("category", "name", "warnings", "fault"),
+    [
+        ("Hardware", "Memory", ["Error using CUDA API cudaMalloc"], "dcgm_cuda"),
+        ("Hardware", "Diagnostic", ["GPU 3 has pending row remaps"], "dcgm_memory"),
+        ("Hardware", "Diagnostic", ["GPU 1 has 65 retired pages"], "dcgm_memory"),
+        ("Hardware", "Diagnostic", ["GPU 2 had Uncorrectable ECC errors"], "dcgm_memory"),
+        ("Hardware", "Diagnostic", ["GPU 0: Memory error found"], "dcgm_memory"),
+        ("Deployment", "Persistence Mode", ["Persistence mode for GPU 0 is disabled"], "dcgm_deployment"),
+        ("Deployment", "Page Retirement/Row Remap", [], "dcgm_memory"),
+        ("Integration", "PCIe", [], "dcgm_pcie"),
+        ("Stress", "Targeted Stress", [], "dcgm_stress"),
+        ("Stress", "Memory Bandwidth", [], "dcgm_memory"),
+        ("Stress", "A test DCGM adds later", [], "dcgm_failed"),
+    ],
+)
+def test_a_failed_dcgm_test_points_at_its_fault(category, name, warnings, fault):
+    assert acceptance._dcgm_fault({"category": category, "name": name, "warnings": warnings}) == fault
+
+
+@pytest.mark.parametrize(
+    ("item", "said"),
+    [
+        ({}, "dcgmi diag was not collected"),
+        ({"missing": True}, "dcgmi diag is not installed on the node"),
+        ({"missing": True, "tool": "dcgmi"}, "dcgmi is not installed on the node"),
+        ({"skipped": "no GPU query"}, "dcgmi diag was not run: no GPU query"),
+        ({"rc": 1, "stderr": "", "stdout": "Error: unable to establish a connection to the specified host: "
+          "localhost\n"}, "dcgmi diag exited with 1: Error: unable to establish a connection to the specified host: "
+         "localhost"),
+        ({"rc": 255, "stderr": "first\n", "stdout": "  second  "}, "dcgmi diag exited with 255: first second"),
+        ({"rc": 2, "stderr": None, "stdout": None}, "dcgmi diag exited with 2: no message"),
+        ({"rc": 1, "stderr": "x" * 290 + " " + "y" * 20}, "dcgmi diag exited with 1: " + "x" * 279 + " " + "y" * 20),
+        ({"rc": 0, "stdout": ""}, "dcgmi diag printed nothing"),
+    ],
+)  # fmt: skip
+def test_why_an_evidence_item_gives_nothing_to_judge(item, said):
+    assert acceptance._why_not(item, "dcgmi diag") == said
+
+
 def test_a_dcgm_warning_warns():
     pcie = "| PCIe                      | {} - All "
     text = fixture("dcgm/hypercomputer-r2-h100-pass.txt").replace(pcie.format("Pass"), pcie.format("Warn"))
@@ -878,6 +926,8 @@ def test_gates_come_from_the_gpus_not_the_profiles_name():
     seven = {**H100, "gpu": {**H100["gpu"], "count": 7}}
     assert acceptance.gates(seven)[0] == {}
     assert acceptance.nccl_gates_by_profile([dgx, L40S, own, "x"]) == {"dgx_h100": 470}
+    # A gpu that is no mapping (inventory_schema refuses it elsewhere) has no published gate, and no traceback.
+    assert acceptance.nccl_gates_by_profile([{"profile": "odd", "gpu": "NVIDIA H100"}]) == {}
 
 
 @pytest.mark.parametrize(

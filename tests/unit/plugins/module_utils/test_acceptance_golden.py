@@ -21,6 +21,7 @@ from test_acceptance import (
     PERFQUERY_HEALTHY,
     PERFQUERY_SWITCH_ERRORS,
     PERFQUERY_SYMBOL_ERRORS,
+    RAILS,
     bandwidth_record,
     evidence,
     fixture,
@@ -33,6 +34,13 @@ GOLDEN = Path(__file__).with_name("golden") / "acceptance"
 SMI = "nvidia_smi/h100-sxm-x8-565-{}.derived.xml"
 NCCL_RUN = {"largest_busbw_gbps": 476.53, "errors": [], "results": [{"size": 4294967296}], "rc": 0,
             "measured_at": "2026-12-05T10:00:00Z"}  # fmt: skip
+
+MISSING = "infiniband/perfquery/debian12-mlx5_0-missing"
+PERFQUERY_MISSING = {
+    port: run(fixture(f"{MISSING}.stdout"), int(fixture(f"{MISSING}.rc")), fixture(f"{MISSING}.stderr"))
+    for port in ("mlx5_0/1", "mlx5_1/1")
+}
+
 # Case -> (profile, evidence arguments, required, optional).
 CASES = {
     "h100-healthy": (H100, {}, None, ("nccl.single_node",)),
@@ -128,6 +136,84 @@ CASES = {
         None,
         (),
     ),
+    # systemctl as it answers in a container not booted with systemd.
+    "h100-systemctl-unreadable": (
+        H100,
+        {
+            "replace": {
+                "systemd-units.txt": run(
+                    "",
+                    1,
+                    "System has not been booted with systemd as init system (PID 1). "
+                    "Can't operate.\nFailed to connect to bus: Host is down\n",
+                )
+            }
+        },
+        None,
+        (),
+    ),
+    # The branch-named package and the unnamed one of a later version side by side (versions compared as numbers).
+    "h100-fabric-manager-two-packages": (
+        H100,
+        {
+            "replace": {
+                "packages.txt": run(
+                    "nvidia-fabricmanager-570\t570.86.10-1\tii \tinstall\n"
+                    "nvidia-fabricmanager\t570.133.20-1\tii \tinstall\n"
+                )
+            }
+        },
+        None,
+        (),
+    ),
+    "h100-ib-bw-record-unreadable": (
+        H100,
+        {"replace": {"ib-write-bw.json": run(json.dumps({"node": "n1"}))}},
+        None,
+        (),
+    ),
+    "h100-ib-bw-no-partner": (
+        H100,
+        {
+            "replace": {
+                "ib-write-bw.json": run(
+                    json.dumps({"skipped": "no other node with an active InfiniBand port in this run"})
+                )
+            }
+        },
+        None,
+        (),
+    ),
+    # One link slow between n1 and n2 only (a cable between them, say): each passed with other partners.
+    "h100-ib-bw-one-pair-slow": (
+        H100,
+        {"bandwidth": bandwidth_record(slow_pairs={(("n1", "n2"), "mlx5_4")})},
+        None,
+        (),
+    ),
+    # Two nodes both slow on two rails: no partner that passed to tell which end is at fault.
+    "h100-ib-bw-unisolated": (
+        H100,
+        {"bandwidth": bandwidth_record(nodes=2, slow={("n1", "mlx5_4"), ("n1", "mlx5_5")})},
+        None,
+        (),
+    ),
+    "h100-ib-bw-rail-missing": (
+        H100,
+        {"bandwidth": bandwidth_record(rails={"n1": [r for r in RAILS if r != "mlx5_9"]})},
+        None,
+        (),
+    ),
+    "h100-ib-bw-no-rails": (H100, {"bandwidth": bandwidth_record(rails={"n1": []})}, None, ()),
+    "h100-counters-not-collected": (H100, {"replace": {"perfquery.json": run("")}}, None, ()),
+    "h100-counters-no-ports": (
+        H100,
+        {"replace": {"perfquery.json": run(json.dumps({"interval_s": 10.0, "samples": [{}, {}]}))}},
+        None,
+        (),
+    ),
+    # perfquery as Debian 12's infiniband-diags answers for a device that is not there, on two ports.
+    "h100-counters-unread": (H100, {"counters": (PERFQUERY_MISSING, PERFQUERY_MISSING)}, None, ()),
     # Driver 570.172.08 as captured, no fabric manager, two RoCE ports, no DCGM.
     "l40s": (
         L40S,
@@ -172,3 +258,55 @@ def test_the_node_document_says_word_for_word_what_was_reviewed(case):
 
 def test_every_golden_copy_has_its_case():
     assert sorted(p.stem for p in GOLDEN.glob("*.json")) == sorted(CASES)
+
+
+# A profile's acceptance keys, each bad in one way (and the values at each boundary that pass), -> the problems
+# hardware_problems says, word for word: golden/acceptance-inputs.json. (A gpu that is no mapping is inventory_schema's
+# to refuse, before any check's applicability reads it: here only its NVLinks are looked for.)
+INPUT_CASES = {
+    "healthy": {},
+    "gpu-not-a-mapping": {"gpu": "NVIDIA H100"},
+    "nvlinks-0": {"gpu": {**H100["gpu"], "nvlinks": 0}},
+    "nvlinks-18": {"gpu": {**H100["gpu"], "nvlinks": 18}},
+    "nvlinks-19": {"gpu": {**H100["gpu"], "nvlinks": 19}},
+    "nvlinks-negative": {"gpu": {**H100["gpu"], "nvlinks": -1}},
+    "nvlinks-true": {"gpu": {**H100["gpu"], "nvlinks": True}},
+    "nvlinks-quoted": {"gpu": {**H100["gpu"], "nvlinks": "18"}},
+    "gates-not-a-mapping": {"gates": "460"},
+    "gate-unknown": {"gates": {"nccl_busbw": 460}},
+    "gate-0": {"gates": {"ib_write_bw_gbps": 0}},
+    "gate-1": {"gates": {"ib_write_bw_gbps": 1}},
+    "gate-fraction": {"gates": {"ib_write_bw_gbps": 0.5}},
+    "gate-99999": {"gates": {"ib_write_bw_gbps": 99999}},
+    "gate-100000": {"gates": {"ib_write_bw_gbps": 100000}},
+    "gate-quoted": {"gates": {"nccl_all_reduce_busbw_gbps": "460"}},
+    "gate-true": {"gates": {"nccl_pair_busbw_gbps": True}},
+    "firmware-not-a-mapping": {"firmware": ["96.00.74.00.01"]},
+    "firmware-unknown": {"firmware": {"bios": "1.2"}},
+    "firmware-drift-words": {"firmware": {"vbios_drift": "error", "hca_drift": "ignore"}},
+    "firmware-drift-valid": {"firmware": {"vbios_drift": "fail", "hca_drift": "warn"}},
+    "vbios-not-a-list": {"firmware": {"vbios": "96.00.74.00.01"}},
+    "vbios-empty-entry": {"firmware": {"vbios": [""]}},
+    "vbios-unquoted": {"firmware": {"vbios": [96.0]}},
+    "vbios-valid": {"firmware": {"vbios": ["96.00.74.00.01", "96.00.99.00.01"]}},
+    "hca-min-unquoted": {"firmware": {"hca_min": 28.39}},
+    "hca-min-one-part": {"firmware": {"hca_min": "28"}},
+    "hca-min-valid": {"firmware": {"hca_min": "28.39.1002"}},
+    "acceptance-not-a-mapping": {"acceptance": ["gpu.count"]},
+    "acceptance-unknown-key": {"acceptance": {"optional": ["nccl.pairs"]}},
+    "acceptance-required-unknown-id": {"acceptance": {"required": ["gpu.count", "gpu.temperature"]}},
+    "acceptance-required-valid": {"acceptance": {"required": ["gpu.count", "driver.version"]}},
+    "several": {
+        "gates": {"ib_write_bw_gbps": -1},
+        "firmware": {"hca_drift": "no"},
+        "acceptance": {"x": 1, "required": ["gpu.temperature"]},
+    },
+}
+
+
+def test_every_bad_profile_key_gets_its_words():
+    found = {case: acceptance.hardware_problems({**H100, **changes}) for case, changes in INPUT_CASES.items()}
+    path = GOLDEN.with_name("acceptance-inputs.json")
+    if os.environ.get("GPUOPS_GOLDEN") == "write":
+        path.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+    assert found == json.loads(path.read_text())
