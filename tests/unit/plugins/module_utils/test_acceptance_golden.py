@@ -214,6 +214,40 @@ CASES = {
     ),
     # perfquery as Debian 12's infiniband-diags answers for a device that is not there, on two ports.
     "h100-counters-unread": (H100, {"counters": (PERFQUERY_MISSING, PERFQUERY_MISSING)}, None, ()),
+    "h100-xid13-31-109": (H100, {"log": "xid/dmesg-ctime-xid13-31-109.log"}, None, ()),
+    "h100-xid43-31-94": (H100, {"log": "xid/dmesg-ctime-xid43-31-94.log"}, None, ()),
+    "h100-xid32-31": (H100, {"log": "xid/dmesg-xid32-31.log"}, None, ()),
+    "h100-fallen-off-bus-no-xid": (H100, {"log": "xid/dmesg-fallen-off-bus-no-xid.log"}, None, ()),
+    "h100-gsp-timeout-no-xid": (H100, {"log": "xid/dmesg-gsp-timeout-no-xid.log"}, None, ()),
+    # dmesg as an unprivileged container answers (kernel.dmesg_restrict).
+    "h100-kernel-log-eperm": (
+        H100,
+        {
+            "replace": {
+                "kernel-log.txt": {
+                    **run(
+                        fixture("xid/dmesg-eperm.out"),
+                        int(fixture("xid/dmesg-eperm.rc")),
+                        fixture("xid/dmesg-eperm.err"),
+                    ),
+                    "source": "dmesg",
+                }
+            }
+        },
+        None,
+        (),
+    ),
+    # The module in /sys is another version than the userland: an upgrade not yet rebooted into.
+    "h100-driver-not-rebooted": (H100, {"sys_version": "560.35.03"}, None, ()),
+    "h100-driver-two-userlands": (H100, {"nvml": ("565.57.01", "570.86.10")}, None, ()),
+    "h100-driver-no-nvml": (H100, {"nvml": ()}, None, ()),
+    # nvidia-smi's mismatch with no kernel line saying which module is loaded.
+    "h100-driver-mismatch-unexplained": (
+        H100,
+        {"query": "nvidia_smi/driver-library-mismatch.txt", "query_rc": 18, "nvml": ("565.57.01", "570.86.10")},
+        None,
+        (),
+    ),
     # Driver 570.172.08 as captured, no fabric manager, two RoCE ports, no DCGM.
     "l40s": (
         L40S,
