@@ -40,6 +40,16 @@ PERFQUERY_MISSING = {
     port: run(fixture(f"{MISSING}.stdout"), int(fixture(f"{MISSING}.rc")), fixture(f"{MISSING}.stderr"))
     for port in ("mlx5_0/1", "mlx5_1/1")
 }
+CUDA_OK = fixture("cuda/cuda-check-h100-x8.derived.txt")
+CUDA_SEVEN = "".join(line for line in CUDA_OK.splitlines(keepends=True) if not line.startswith("device 3 ")).replace(
+    "devices 8 ", "devices 7 "
+)
+CUDA_FAILED = CUDA_OK.replace(
+    "device 5 0000:ab:00 NVIDIA H100 80GB HBM3 kernel ok",
+    "device 5 0000:ab:00 failed: an illegal memory access was encountered, last value 0",
+).replace("driver 12070 kernel ok", "driver 12070 failed 1")
+NCCL_DIED = {"largest_busbw_gbps": None, "errors": ["ArchLinux: Test NCCL failure all_reduce.cu:44 'unhandled cuda "
+             "error / '"], "results": [], "rc": 1, "measured_at": "2026-12-05T10:00:00Z"}  # fmt: skip
 
 # Case -> (profile, evidence arguments, required, optional).
 CASES = {
@@ -248,6 +258,56 @@ CASES = {
         None,
         (),
     ),
+    # The CUDA check's steps as cuda_program reports them.
+    "h100-cuda-no-toolkit": (
+        H100,
+        {
+            "cuda": {
+                "cmd": None,
+                "rc": None,
+                "stdout": "",
+                "stderr": "",
+                "truncated": False,
+                "step": "nvcc",
+                "message": "/usr/local/cuda/bin/nvcc is missing or not executable: /usr/local/cuda is not a CUDA "
+                "root with bin/nvcc",
+            }
+        },
+        None,
+        (),
+    ),
+    "h100-cuda-build-failed": (
+        H100,
+        {
+            "cuda": {
+                **run("", 1, "nvcc fatal   : Unsupported gpu architecture 'compute_35'\n"),
+                "step": "compiling and linking",
+                "message": "compiling and linking failed (exit 1): nvcc fatal   : Unsupported gpu architecture "
+                "'compute_35'",
+            }
+        },
+        None,
+        (),
+    ),
+    "h100-cuda-no-summary": (H100, {"cuda": {**run(""), "step": None}}, None, ()),
+    # cuda_check.cu's printf formats: device 3 gone from CUDA's count; device 5's kernel returning a wrong value.
+    "h100-cuda-seven-devices": (H100, {"cuda": {**run(CUDA_SEVEN), "step": None}}, None, ()),
+    "h100-cuda-device-failed": (H100, {"cuda": {**run(CUDA_FAILED, 1), "step": "running the program"}}, None, ()),
+    # all_reduce_perf dying with the CUDA error of a captured run (tests/fixtures/nccl), and one both below the gate
+    # and with an error.
+    "h100-nccl-failed": (H100, {"nccl": {"node/all_reduce_perf": {"measurement": NCCL_DIED}}}, None, ()),
+    "h100-nccl-below-gate-with-error": (
+        H100,
+        {
+            "nccl": {
+                "node/all_reduce_perf": {
+                    "measurement": {**NCCL_RUN, "largest_busbw_gbps": 120.5, "errors": NCCL_DIED["errors"]}
+                }
+            }
+        },
+        None,
+        (),
+    ),
     # Driver 570.172.08 as captured, no fabric manager, two RoCE ports, no DCGM.
     "l40s": (
         L40S,
@@ -265,6 +325,13 @@ CASES = {
         (),
     ),
 }
+# The same L40S node with an all_reduce_perf measurement: no gate is published for 4x L40S and the profile sets none.
+CASES["l40s-nccl-no-gate"] = (
+    L40S,
+    {**CASES["l40s"][1], "nccl": {"node/all_reduce_perf": {"measurement": NCCL_RUN}}},
+    None,
+    ("nccl.single_node",),
+)
 
 
 def document(case):
