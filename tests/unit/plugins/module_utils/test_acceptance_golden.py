@@ -18,6 +18,7 @@ from test_acceptance import (
     H100,
     IN_CONTAINER,
     L40S,
+    NODE,
     PERFQUERY_HEALTHY,
     PERFQUERY_SWITCH_ERRORS,
     PERFQUERY_SYMBOL_ERRORS,
@@ -325,6 +326,53 @@ CASES = {
         (),
     ),
 }
+# The same L40S node seeing the ports of other captures: two RoCE ports active beside others polling; ConnectX-4 Lx
+# RoCE and ConnectX-6 HDR InfiniBand side by side.
+CASES["l40s-roce-some-polling"] = (
+    # A site's profile of four 100 Gb/s RoCE ports: met, with the capture's other port polling.
+    {**L40S, "infiniband": {"ports": 4, "rate_gbps": 100, "link_layer": "Ethernet"}},
+    {**CASES["l40s"][1], "ibstat": "infiniband/ibstat/gpud-h100-roce-some-down-with-polling-1.txt"},
+    None,
+    (),
+)
+CASES["l40s-roce-beside-hdr"] = (
+    L40S,
+    {**CASES["l40s"][1], "ibstat": "infiniband/ibstat/nccl-tests-350-cx4lx-roce-cx6-hdr.txt"},
+    None,
+    (),
+)
+CASES["h100-ib-initializing"] = (
+    H100,
+    {"ibstat": "infiniband/ibstat/azhpc-diagnostics-59-ibstat-mlx5_ib0-initializing.txt"},
+    None,
+    (),
+)
+CASES["h100-ib-some-down"] = (H100, {"ibstat": "infiniband/ibstat/gpud-h100-some-down-0.txt"}, None, ())
+# The Node's GPUs for pods: a device plugin offering one fewer than the profile (a GPU it marked unhealthy), none
+# deployed.
+CASES["h100-k8s-gpus-fewer"] = (
+    H100,
+    {"node": {**NODE, "status": {**NODE["status"], "allocatable": {"cpu": "224", "nvidia.com/gpu": "7"}}}},
+    None,
+    (),
+)
+CASES["h100-k8s-no-device-plugin"] = (
+    H100,
+    {"node": {**NODE, "status": {**NODE["status"], "allocatable": {"cpu": "224"}, "capacity": {"cpu": "224"}}}},
+    None,
+    (),
+)
+# The GPU container: no ctr, an image that would not pull, the runtime refusing (ctr's captured cgroup error), an
+# exit with nothing said.
+CASES["h100-container-no-ctr"] = (H100, {"container": {"tool": "ctr", "missing": True}}, None, ())
+CASES["h100-container-pull-failed"] = (H100, {"container": {**run("", 1), "step": "pull"}}, None, ())
+CASES["h100-container-cgroup-error"] = (
+    H100,
+    {"container": {**run("", 1, fixture("container/ctr-cgroup-devices-not-found.stderr.txt")), "step": "run"}},
+    None,
+    (),
+)
+CASES["h100-container-exited-silently"] = (H100, {"container": {**run("", 1), "step": "run"}}, None, ())
 # The same L40S node with an all_reduce_perf measurement: no gate is published for 4x L40S and the profile sets none.
 CASES["l40s-nccl-no-gate"] = (
     L40S,
