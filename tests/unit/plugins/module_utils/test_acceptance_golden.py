@@ -373,6 +373,16 @@ CASES["h100-container-cgroup-error"] = (
     (),
 )
 CASES["h100-container-exited-silently"] = (H100, {"container": {**run("", 1), "step": "run"}}, None, ())
+# The adapters' firmware against a minimum: 28.41.1000 on the eight ConnectX-7, 32.38.3056 on the BlueField-3.
+CASES["h100-hca-at-minimum"] = ({**H100, "firmware": {"hca_min": "28.41.1000"}}, {}, None, ())
+CASES["h100-hca-below-minimum"] = ({**H100, "firmware": {"hca_min": "28.41.1001"}}, {}, None, ())
+CASES["h100-hca-below-minimum-fails"] = (
+    {**H100, "firmware": {"hca_min": "28.41.1001", "hca_drift": "fail"}},
+    {},
+    None,
+    (),
+)
+CASES["h100-hca-none-read"] = ({**H100, "firmware": {"hca_min": "28.41.1000"}}, {"ibstat": None}, None, ())
 # The same L40S node with an all_reduce_perf measurement: no gate is published for 4x L40S and the profile sets none.
 CASES["l40s-nccl-no-gate"] = (
     L40S,
