@@ -194,11 +194,13 @@ class Nodes:
         subprocess.run(["podman", "cp", str(RELEASES / release), f"{self.containers[node]}:/etc/os-release"],
                        check=True)  # fmt: skip
 
-    def dnf_release(self, node: str, major: str) -> None:
+    def rhel_userland(self, node: str, major: str) -> None:
         """A node of the debian12-rpm image (tests/bench/images/rpm.Containerfile: rpm, dnf 4 and its core plugins
-        set up as RHEL has them) given the release version dnf reads: RHEL's comes from its system-release package,
-        which that rpm database lacks."""
+        set up as RHEL has them) given what its rpm database lacks: the release version dnf reads (RHEL's comes from
+        its system-release package) and /bin/sh, which rpm scriptlets require (RHEL's bash provides it; here dpkg
+        owns the shell)."""
         self.sh(node, f"echo {major} > /etc/dnf/vars/releasever")
+        self.rpm_installed(node, "gpuops-bench-base", "1-1", "/bin/sh")
 
     def rpm_installed(self, node: str, name: str, evr: str, provides: str) -> None:
         """An installed rpm of that name and [epoch:]version-release providing `provides` (and no files): the

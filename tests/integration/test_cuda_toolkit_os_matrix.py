@@ -49,7 +49,7 @@ def nodes(tmp_path_factory):
         def prepare(name: str) -> None:
             release, _repository, driver = NODES[name]
             if name in RHEL:
-                started.dnf_release(name, release.split("-")[1].split(".")[0])
+                started.rhel_userland(name, release.split("-")[1].split(".")[0])
             started.os_release(name, release)
             if driver:
                 started.rpm_installed(name, "nvidia-driver-cuda-libs", driver, "libcuda.so.1()(64bit)")

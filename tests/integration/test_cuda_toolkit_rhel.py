@@ -40,7 +40,7 @@ RECAP = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+f
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     with bench_nodes(tmp_path_factory, "cuda-rhel", [{"name": NODE, "image": "debian12-rpm"}]) as started:
-        started.dnf_release(NODE, "9")
+        started.rhel_userland(NODE, "9")
         # The stand-in nvcc's compiler, from Debian's archive through the mirror.
         started.debian_sources(NODE, "bookworm")
         started.sh(NODE, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "

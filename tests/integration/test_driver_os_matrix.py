@@ -43,7 +43,7 @@ def nodes(tmp_path_factory):
         def prepare(name: str) -> None:
             release = {**UBUNTU, **RHEL}[name]
             if name in RHEL:
-                started.dnf_release(name, release.split("-")[1].split(".")[0])
+                started.rhel_userland(name, release.split("-")[1].split(".")[0])
                 # The image's kernel (Debian's, in /lib/modules) is no rpm's: a build tree for it, what an installed
                 # kernel-devel leaves, makes it a kernel DKMS can build for without a kernel-devel to install.
                 started.sh(name, "for k in /lib/modules/*; do mkdir -p $k/build && touch $k/build/Makefile; done")

@@ -43,7 +43,7 @@ def nodes(tmp_path_factory):
     with bench_nodes(tmp_path_factory, "driver-rhel", specs) as started:
 
         def prepare(name: str) -> None:
-            started.dnf_release(name, "9")
+            started.rhel_userland(name, "9")
             started.debian_sources(name, "bookworm")
             # DKMS and the image kernel's headers, from Debian's archive through the mirror; an rpm record of dkms,
             # which NVIDIA's DKMS packages require (EPEL's on RHEL).

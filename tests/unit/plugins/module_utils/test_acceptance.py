@@ -102,12 +102,10 @@ def bandwidth_record(node="n1", nodes=4, slow=(), rails=None, passes=3, slow_pai
                 if role["role"] != "client":
                     continue
                 server = role["partner"]
-
-                def half(host, rail, client=client, server=server):
-                    return (host, rail) in slow or (frozenset((client, server)), rail) in slow_pairs
-
+                pair = frozenset((client, server))
                 entries.append({"pass": number, "client": client, "server": server, "rails": {
-                    r["device"]: {end: bw_run((HALF if half(host, r["device"]) else NDR)[end])
+                    r["device"]: {end: bw_run((HALF if (host, r["device"]) in slow or (pair, r["device"]) in slow_pairs
+                                               else NDR)[end])
                                   for end, host in (("client", client), ("server", server))}
                     for r in role["rails"]}})  # fmt: skip
     return {"node": node, "members": members, "entries": entries}

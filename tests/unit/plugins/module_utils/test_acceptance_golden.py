@@ -36,9 +36,13 @@ SMI = "nvidia_smi/h100-sxm-x8-565-{}.derived.xml"
 NCCL_RUN = {"largest_busbw_gbps": 476.53, "errors": [], "results": [{"size": 4294967296}], "rc": 0,
             "measured_at": "2026-12-05T10:00:00Z"}  # fmt: skip
 
-MISSING = "infiniband/perfquery/debian12-mlx5_0-missing"
+PERFQUERY_NO_DEVICE = "infiniband/perfquery/debian12-mlx5_0-missing"
 PERFQUERY_MISSING = {
-    port: run(fixture(f"{MISSING}.stdout"), int(fixture(f"{MISSING}.rc")), fixture(f"{MISSING}.stderr"))
+    port: run(
+        fixture(f"{PERFQUERY_NO_DEVICE}.stdout"),
+        int(fixture(f"{PERFQUERY_NO_DEVICE}.rc")),
+        fixture(f"{PERFQUERY_NO_DEVICE}.stderr"),
+    )
     for port in ("mlx5_0/1", "mlx5_1/1")
 }
 CUDA_OK = fixture("cuda/cuda-check-h100-x8.derived.txt")
@@ -51,6 +55,18 @@ CUDA_FAILED = CUDA_OK.replace(
 ).replace("driver 12070 kernel ok", "driver 12070 failed 1")
 NCCL_DIED = {"largest_busbw_gbps": None, "errors": ["ArchLinux: Test NCCL failure all_reduce.cu:44 'unhandled cuda "
              "error / '"], "results": [], "rc": 1, "measured_at": "2026-12-05T10:00:00Z"}  # fmt: skip
+
+# Driver 570.172.08 as captured, no fabric manager, two RoCE ports, no DCGM.
+L40S_EVIDENCE = {
+    "query": "nvidia_smi/l40s-x4.derived.xml",
+    "nvml": ("570.172.08",),
+    "fm_package": None,
+    "ibstat": "infiniband/ibstat/gpud-h100-roce-2port.derived.txt",
+    "counters": ({}, {}),
+    "dcgm": {"tool": "dcgmi", "missing": True},
+    "cuda": IN_CONTAINER,
+    "container": IN_CONTAINER,
+}
 
 # Case -> (profile, evidence arguments, required, optional).
 CASES = {
@@ -309,87 +325,73 @@ CASES = {
         None,
         (),
     ),
-    # Driver 570.172.08 as captured, no fabric manager, two RoCE ports, no DCGM.
-    "l40s": (
-        L40S,
-        {
-            "query": "nvidia_smi/l40s-x4.derived.xml",
-            "nvml": ("570.172.08",),
-            "fm_package": None,
-            "ibstat": "infiniband/ibstat/gpud-h100-roce-2port.derived.txt",
-            "counters": ({}, {}),
-            "dcgm": {"tool": "dcgmi", "missing": True},
-            "cuda": IN_CONTAINER,
-            "container": IN_CONTAINER,
-        },
+    "l40s": (L40S, L40S_EVIDENCE, None, ()),
+    # The L40S node seeing the ports of other captures: a site's profile of four 100 Gb/s RoCE ports met, with the
+    # capture's other port polling; ConnectX-4 Lx RoCE beside ConnectX-6 HDR InfiniBand.
+    "l40s-roce-some-polling": (
+        {**L40S, "infiniband": {"ports": 4, "rate_gbps": 100, "link_layer": "Ethernet"}},
+        {**L40S_EVIDENCE, "ibstat": "infiniband/ibstat/gpud-h100-roce-some-down-with-polling-1.txt"},
         None,
         (),
     ),
+    "l40s-roce-beside-hdr": (
+        L40S,
+        {**L40S_EVIDENCE, "ibstat": "infiniband/ibstat/nccl-tests-350-cx4lx-roce-cx6-hdr.txt"},
+        None,
+        (),
+    ),
+    # Ports of other captures on the H100: one port initializing (link up, no subnet manager); some down but eight
+    # active.
+    "h100-ib-initializing": (
+        H100,
+        {"ibstat": "infiniband/ibstat/azhpc-diagnostics-59-ibstat-mlx5_ib0-initializing.txt"},
+        None,
+        (),
+    ),
+    "h100-ib-some-down": (H100, {"ibstat": "infiniband/ibstat/gpud-h100-some-down-0.txt"}, None, ()),
+    # The Node's GPUs for pods: a device plugin offering one fewer than the profile (a GPU it marked unhealthy), none
+    # deployed.
+    "h100-k8s-gpus-fewer": (
+        H100,
+        {"node": {**NODE, "status": {**NODE["status"], "allocatable": {"cpu": "224", "nvidia.com/gpu": "7"}}}},
+        None,
+        (),
+    ),
+    "h100-k8s-no-device-plugin": (
+        H100,
+        {"node": {**NODE, "status": {**NODE["status"], "allocatable": {"cpu": "224"}, "capacity": {"cpu": "224"}}}},
+        None,
+        (),
+    ),
+    # The GPU container: no ctr, an image that would not pull, the runtime refusing (ctr's captured cgroup error), an
+    # exit with nothing said.
+    "h100-container-no-ctr": (H100, {"container": {"tool": "ctr", "missing": True}}, None, ()),
+    "h100-container-pull-failed": (H100, {"container": {**run("", 1), "step": "pull"}}, None, ()),
+    "h100-container-cgroup-error": (
+        H100,
+        {"container": {**run("", 1, fixture("container/ctr-cgroup-devices-not-found.stderr.txt")), "step": "run"}},
+        None,
+        (),
+    ),
+    "h100-container-exited-silently": (H100, {"container": {**run("", 1), "step": "run"}}, None, ()),
+    # The adapters' firmware against a minimum: 28.41.1000 on the eight ConnectX-7, 32.38.3056 on the BlueField-3.
+    "h100-hca-at-minimum": ({**H100, "firmware": {"hca_min": "28.41.1000"}}, {}, None, ()),
+    "h100-hca-below-minimum": ({**H100, "firmware": {"hca_min": "28.41.1001"}}, {}, None, ()),
+    "h100-hca-below-minimum-fails": (
+        {**H100, "firmware": {"hca_min": "28.41.1001", "hca_drift": "fail"}},
+        {},
+        None,
+        (),
+    ),
+    "h100-hca-none-read": ({**H100, "firmware": {"hca_min": "28.41.1000"}}, {"ibstat": None}, None, ()),
+    # The L40S node with an all_reduce_perf measurement: no gate is published for 4x L40S and the profile sets none.
+    "l40s-nccl-no-gate": (
+        L40S,
+        {**L40S_EVIDENCE, "nccl": {"node/all_reduce_perf": {"measurement": NCCL_RUN}}},
+        None,
+        ("nccl.single_node",),
+    ),
 }
-# The same L40S node seeing the ports of other captures: two RoCE ports active beside others polling; ConnectX-4 Lx
-# RoCE and ConnectX-6 HDR InfiniBand side by side.
-CASES["l40s-roce-some-polling"] = (
-    # A site's profile of four 100 Gb/s RoCE ports: met, with the capture's other port polling.
-    {**L40S, "infiniband": {"ports": 4, "rate_gbps": 100, "link_layer": "Ethernet"}},
-    {**CASES["l40s"][1], "ibstat": "infiniband/ibstat/gpud-h100-roce-some-down-with-polling-1.txt"},
-    None,
-    (),
-)
-CASES["l40s-roce-beside-hdr"] = (
-    L40S,
-    {**CASES["l40s"][1], "ibstat": "infiniband/ibstat/nccl-tests-350-cx4lx-roce-cx6-hdr.txt"},
-    None,
-    (),
-)
-CASES["h100-ib-initializing"] = (
-    H100,
-    {"ibstat": "infiniband/ibstat/azhpc-diagnostics-59-ibstat-mlx5_ib0-initializing.txt"},
-    None,
-    (),
-)
-CASES["h100-ib-some-down"] = (H100, {"ibstat": "infiniband/ibstat/gpud-h100-some-down-0.txt"}, None, ())
-# The Node's GPUs for pods: a device plugin offering one fewer than the profile (a GPU it marked unhealthy), none
-# deployed.
-CASES["h100-k8s-gpus-fewer"] = (
-    H100,
-    {"node": {**NODE, "status": {**NODE["status"], "allocatable": {"cpu": "224", "nvidia.com/gpu": "7"}}}},
-    None,
-    (),
-)
-CASES["h100-k8s-no-device-plugin"] = (
-    H100,
-    {"node": {**NODE, "status": {**NODE["status"], "allocatable": {"cpu": "224"}, "capacity": {"cpu": "224"}}}},
-    None,
-    (),
-)
-# The GPU container: no ctr, an image that would not pull, the runtime refusing (ctr's captured cgroup error), an
-# exit with nothing said.
-CASES["h100-container-no-ctr"] = (H100, {"container": {"tool": "ctr", "missing": True}}, None, ())
-CASES["h100-container-pull-failed"] = (H100, {"container": {**run("", 1), "step": "pull"}}, None, ())
-CASES["h100-container-cgroup-error"] = (
-    H100,
-    {"container": {**run("", 1, fixture("container/ctr-cgroup-devices-not-found.stderr.txt")), "step": "run"}},
-    None,
-    (),
-)
-CASES["h100-container-exited-silently"] = (H100, {"container": {**run("", 1), "step": "run"}}, None, ())
-# The adapters' firmware against a minimum: 28.41.1000 on the eight ConnectX-7, 32.38.3056 on the BlueField-3.
-CASES["h100-hca-at-minimum"] = ({**H100, "firmware": {"hca_min": "28.41.1000"}}, {}, None, ())
-CASES["h100-hca-below-minimum"] = ({**H100, "firmware": {"hca_min": "28.41.1001"}}, {}, None, ())
-CASES["h100-hca-below-minimum-fails"] = (
-    {**H100, "firmware": {"hca_min": "28.41.1001", "hca_drift": "fail"}},
-    {},
-    None,
-    (),
-)
-CASES["h100-hca-none-read"] = ({**H100, "firmware": {"hca_min": "28.41.1000"}}, {"ibstat": None}, None, ())
-# The same L40S node with an all_reduce_perf measurement: no gate is published for 4x L40S and the profile sets none.
-CASES["l40s-nccl-no-gate"] = (
-    L40S,
-    {**CASES["l40s"][1], "nccl": {"node/all_reduce_perf": {"measurement": NCCL_RUN}}},
-    None,
-    ("nccl.single_node",),
-)
 
 
 def document(case):
