@@ -114,6 +114,21 @@ def driver_fabricmanager(index, info, plan, branch, where, manager="apt"):
     )
 
 
+def driver_dcgm(index, info, plan, version, architectures, where, manager="apt"):
+    """{packages, cuda, problem}: DCGM's packages at the pinned version for the planned driver's CUDA major."""
+    if not isinstance(architectures, list):
+        raise AnsibleFilterError(f"gpuops.bringup.driver_dcgm: architectures must be a list, got {architectures!r}")
+    return driver_plan.choose_dcgm(
+        mapping(index, "repository_index's packages", "driver_dcgm"),
+        mapping(info, "package_info's packages", "driver_dcgm"),
+        mapping(plan, "the package plan", "driver_dcgm"),
+        str(version),
+        [str(a) for a in architectures],
+        str(where),
+        _manager(manager, "driver_dcgm"),
+    )
+
+
 def driver_repository_info(info, index, manager="apt"):
     """package_info's packages with the packages of repository_index's answer available at its versions only."""
     return driver_plan.repository_info(
@@ -140,6 +155,7 @@ class FilterModule:
             "driver_reboot": driver_reboot,
             "driver_unload_outcome": driver_unload_outcome,
             "driver_fabricmanager": driver_fabricmanager,
+            "driver_dcgm": driver_dcgm,
             "driver_gpu_problems": driver_gpu_problems,
             "driver_repository_info": driver_repository_info,
         }

@@ -245,6 +245,14 @@ def _counters_state(evidence):
 def _dcgm_state(evidence):
     """{"item": the evidence item, "diag": parsed or None, "error": why there is no result or None}."""
     item = _item(evidence, "dcgm-diag.json")
+    cmd = item.get("cmd") if isinstance(item.get("cmd"), list) else []
+    # Run under coreutils timeout (acceptance_read): its status 124 says the time ran out, whatever was printed.
+    if item.get("rc") == 124 and len(cmd) > 3 and str(cmd[0]).endswith("timeout"):
+        return {
+            "item": item,
+            "diag": None,
+            "error": f"dcgmi diag did not finish within {cmd[2]} s (acceptance_dcgm_timeout) and was stopped",
+        }
     text = _text(item)
     if not text:
         return {"item": item, "diag": None, "error": _why_not(item, "dcgmi diag")}
@@ -891,7 +899,8 @@ def check_gpu_dcgm(state, hardware, gate_values):
     evidence = ("dcgm-diag.json",)
     item = found["item"]
     if item.get("missing") or item.get("skipped") or not item:
-        why = ("DCGM is not installed on the node (dcgmi, package datacenter-gpu-manager)" if item.get("missing")
+        why = ("DCGM is not installed on the node (no dcgmi; the driver stage installs it with nvidia_driver_dcgm: "
+               "true)" if item.get("missing")
                else _why_not(item, "dcgmi diag"))  # fmt: skip
         return _outcome("SKIPPED", why, evidence=evidence)
     if found["error"]:
@@ -1736,13 +1745,18 @@ def hardware_problems(hardware, where="gpuops_hardware"):
                             "'28.39.1002')")  # fmt: skip
     settings = hardware.get("acceptance", {})
     if not isinstance(settings, dict):
-        problems.append(f"{where}.acceptance is {settings!r}: expected a mapping with required (a list of check ids)")
+        problems.append(f"{where}.acceptance is {settings!r}: expected a mapping with required (a list of check ids) "
+                        "or dcgm_level")  # fmt: skip
         settings = {}
     for key in settings:
-        if key != "required":
-            problems.append(f"{where}.acceptance.{key} is not an acceptance setting; known: required")
+        if key not in ("required", "dcgm_level"):
+            problems.append(f"{where}.acceptance.{key} is not an acceptance setting; known: required, dcgm_level")
     if "required" in settings:
         problems += _ids_problems(f"{where}.acceptance.required", settings["required"])
+    level = settings.get("dcgm_level", 1)
+    if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 4:
+        problems.append(f"{where}.acceptance.dcgm_level is {level!r}: the DCGM diagnostic level the profile's "
+                        "acceptance runs, 0 to 4, unquoted (1 by default; 3 for a delivery acceptance)")  # fmt: skip
     return problems
 
 

@@ -624,3 +624,74 @@ def gpu_problems(gpu, fabric):
             f"nvidia-fabricmanager, at the driver's version, has registered them with the NVSwitch fabric"
         )
     return problems
+
+
+# DCGM 4's packages (NVIDIA's DCGM installation guide; the same names in its apt and rpm repositories): the
+# CUDA-agnostic core (dcgmi, nv-hostengine, the nvidia-dcgm unit) and proprietary parts, and per CUDA major version
+# of the driver the diagnostic plugins built for it. NVIDIA: install the packages "targeting the major version of the
+# CUDA user-mode driver" (the driver's CUDA major: gpu_catalog.MINOR_COMPATIBILITY_DRIVERS). CUDA 13 dropped the
+# Maxwell, Pascal and Volta GPUs (its release notes), so there NVIDIA's guide takes the CUDA 12 packages; Azure's HPC
+# images install both on such nodes (Azure/azhpc-images install_dcgm.sh, citing NVIDIA/DCGM#254: DCGM wants both),
+# and so does this. Every package at one version: their dependencies on each other are exact (=).
+DCGM_CORE = ("datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary")
+DCGM_PER_CUDA = ("datacenter-gpu-manager-4-cuda{}", "datacenter-gpu-manager-4-proprietary-cuda{}")
+DCGM_CUDA_MAJORS = tuple(sorted(gpu_catalog.MINOR_COMPATIBILITY_DRIVERS))
+CUDA13_DROPPED = ("maxwell", "pascal", "volta")
+
+
+def dcgm_cuda_majors(driver_version, architectures):
+    """The CUDA major versions whose DCGM plugins a node needs: its driver's (the newest major whose minor-version
+    compatibility minimum the driver meets), and 12 beside 13 where a GPU is one CUDA 13 dropped."""
+    majors = [m for m in DCGM_CUDA_MAJORS
+              if gpu_catalog.driver_at_least(driver_version, gpu_catalog.MINOR_COMPATIBILITY_DRIVERS[m])]  # fmt: skip
+    if not majors:
+        return []
+    major = majors[-1]
+    if major >= 13 and any(arch in CUDA13_DROPPED for arch in architectures):
+        return [12, major]
+    return [major]
+
+
+def choose_dcgm(index, info, plan, version, architectures, where, manager="apt"):
+    """DCGM's packages at the pinned version for the planned driver: {packages: {name: version}, cuda, problem}.
+
+    index: {package: [versions]} the CUDA repository carries; info: package_info's packages (an installed version of
+    the pinned one is kept: resolved once, then held); plan: choose_packages' plan (its driver version); version:
+    nvidia_driver_dcgm_version (DCGM's upstream version, e.g. 4.4.1, its grammar checked by module_utils variables);
+    architectures: the GPUs' (pci_facts).
+    """
+    versions_of = VERSIONS[manager]
+    result = {"packages": {}, "cuda": [], "problem": None}
+    cuda = dcgm_cuda_majors(plan["version"], architectures)
+    result["cuda"] = cuda
+    if not cuda:
+        result["problem"] = (
+            f"DCGM 4 has packages for the CUDA {', '.join(map(str, DCGM_CUDA_MAJORS))} drivers; driver "
+            f"{plan['version']} is older than any (CUDA 11 needs 450.80.02). Fix: a newer driver "
+            f"(nvidia_driver_branch), or nvidia_driver_dcgm: false."
+        )
+        return result
+    names = list(DCGM_CORE) + [name.format(major) for major in cuda for name in DCGM_PER_CUDA]
+    upstream = versions_of.upstream_version
+    matching = {name: {v for v in index.get(name) or [] if upstream(v) == version} for name in names}
+    common = set.intersection(*matching.values())
+    installed = {(info.get(name) or {}).get("installed") for name in names}
+    if len(installed) == 1 and installed <= common:
+        chosen = installed.pop()
+    elif common:
+        chosen = versions_of.newest(sorted(common))
+    else:
+        lacking = [name for name in names if not matching[name]]
+        carried = sorted({versions_of.upstream_version(v) for v in index.get(DCGM_CORE[0]) or []},
+                         key=functools.cmp_to_key(versions_of.compare_versions))  # fmt: skip
+        why = (f"{where} carries {', '.join(lacking)} at no version {version}" if lacking else
+               f"{where} carries no one build of {version} for all of {', '.join(names)}")  # fmt: skip
+        result["problem"] = (
+            f"nvidia_driver_dcgm_version is {version}, for driver {plan['version']} (CUDA "
+            f"{' and '.join(map(str, cuda))} plugins), but {why}; it carries {DCGM_CORE[0]} at "
+            f"{', '.join(carried) or 'no version'}. Fix: one of those versions in nvidia_driver_dcgm_version, or bring "
+            f"DCGM {version} into the repository (the mirror: copy it from NVIDIA's), or nvidia_driver_dcgm: false."
+        )
+        return result
+    result["packages"] = dict.fromkeys(names, chosen)
+    return result

@@ -43,6 +43,8 @@ _SYSCTL_KEY = re.compile(r"[a-z0-9_-]+(?:[.][A-Za-z0-9_-]+)+")
 _SYSCTL_TEXT = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?")
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,99}")
 _DEB_VERSION = re.compile(r"(?:[0-9]{1,9}:)?[0-9][A-Za-z0-9.+~-]{0,99}")
+# DCGM 4's upstream version (its packages are datacenter-gpu-manager-4-*).
+_DCGM_VERSION = re.compile(r"4\.[0-9]{1,3}\.[0-9]{1,3}")
 _USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 _GROUP = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -399,7 +401,11 @@ VARIABLES = {
     "acceptance_since_boot": Rule(_scalar(boolean), BOOL_FIX),
     "acceptance_fail_unaccepted": Rule(_scalar(boolean), BOOL_FIX),
     "acceptance_dcgm_level": Rule(
-        _scalar(integer(0, 2)), "the DCGM diagnostic level: 1 (deployment checks), 2 (also PCIe and memory) or 0 (none)"
+        _scalar(lambda v: None if v == "" else integer(0, 4)(v)),
+        'the DCGM diagnostic level, 0 (none) to 4 (3 for a delivery acceptance), or "" for the profile\'s',
+    ),
+    "acceptance_dcgm_timeout": Rule(
+        _scalar(integer(60, 86400)), "the seconds dcgmi diag may run, 60 to 86400, e.g. 7200"
     ),
     "acceptance_counter_interval": Rule(
         _scalar(integer(1, 600)), "the seconds between the two reads of the port counters, 1 to 600, e.g. 10"
@@ -519,6 +525,11 @@ VARIABLES = {
     ),
     # nvidia_driver
     "nvidia_driver_persistenced": Rule(_scalar(boolean), BOOL_FIX),
+    "nvidia_driver_dcgm": Rule(_scalar(boolean), BOOL_FIX),
+    "nvidia_driver_dcgm_version": Rule(
+        _scalar(text(_DCGM_VERSION, "not DCGM 4's version (DCGM 3 is no longer installed)")),
+        "DCGM 4's version as NVIDIA's repository names it, quoted, e.g. \"4.4.1\"",
+    ),
     "nvidia_driver_cuda_repo_url": Rule(_scalar(lambda v: url(v, empty=True)), 'NVIDIA\'s repository URL, or ""'),
     "nvidia_driver_cuda_repo_key_url": Rule(_scalar(lambda v: url(v, empty=True)), 'the key\'s URL, or ""'),
     "nvidia_driver_cuda_repo_key_sha256": Rule(

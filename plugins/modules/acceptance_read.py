@@ -18,7 +18,7 @@ description:
     (C(/sys/class/infiniband); C(/sys/bus/pci/devices) where lspci is not installed), the driver's version files, the
     NVML library the dynamic linker finds, and the nccl_tests stage's kept measurement.
   - Where DCGM is installed, C(dcgmi diag -r <dcgm_level> -j) runs (level 1, its deployment checks, by default;
-    about 10 seconds).
+    about 10 seconds), stopped after O(dcgm_timeout) seconds.
   - Every active InfiniBand port's counters are read twice with C(perfquery -x -C <adapter> -P <port>) (64-bit
     extended counters, which do not saturate), before and after the kernel log, package and DCGM reads, at least
     O(counter_interval) seconds apart, so that a counter rising now can be told from one that rose before the
@@ -46,12 +46,17 @@ options:
     default: 16777216
   dcgm_level:
     description:
-      - The DCGM diagnostic level run where C(dcgmi) is installed - 1 (deployment checks, seconds) or 2 (also PCIe
-        and GPU memory, minutes) - or 0 not to run it. Levels 3 and 4 take from a quarter of an hour to hours, a
-        benchmark and not a read.
+      - The DCGM diagnostic level run where C(dcgmi) is installed - 1 (deployment checks, seconds), 2 (also PCIe
+        and GPU memory, minutes), 3 (also stress and power, about half an hour) or 4 (also the extended utility
+        diagnostics, hours) - or 0 not to run it. Run levels 3 and 4 with C(async) (the acceptance role does).
     type: int
-    choices: [0, 1, 2]
+    choices: [0, 1, 2, 3, 4]
     default: 1
+  dcgm_timeout:
+    description:
+      - The most seconds C(dcgmi diag) may run (coreutils C(timeout); exit status 124 when it ran out), 60 to 86400.
+    type: int
+    default: 7200
   counter_interval:
     description:
       - The least seconds between the two reads of the port counters, 1 to 600. The module waits out what its other
@@ -254,6 +259,15 @@ def run_limited(collector, seconds, argv):
     return collector.run("timeout", [*limit[1:], *argv]) if limit else collector.run(argv[0], argv[1:])
 
 
+def dcgm_diag(collector, level, seconds):
+    """dcgmi diag at the level under time_limit (levels 3 and 4 run for hours on a bad GPU), where DCGM is installed."""
+    if not level:
+        return {"skipped": "dcgm_level is 0"}
+    if not ToolRunner(collector.module, "dcgmi", required=False).available:
+        return {"tool": "dcgmi", "missing": True}
+    return run_limited(collector, seconds, ["dcgmi", "diag", "-r", str(level), "-j"])
+
+
 def cuda_check(collector, root, source):
     """The CUDA check program compiled with root's nvcc and run: the run's item, or the step that failed."""
     if not source:
@@ -333,10 +347,7 @@ def gather(module):
     evidence["packages.txt"] = packages(collector)
     evidence["dmidecode.txt"] = collector.run("dmidecode", ["-t", "system", "-t", "bios"])
     evidence["nccl-tests-results.json"] = collector.file(acceptance_evidence.NCCL_RESULTS)
-    level = module.params["dcgm_level"]
-    evidence["dcgm-diag.json"] = (
-        collector.run("dcgmi", ["diag", "-r", str(level), "-j"]) if level else {"skipped": "dcgm_level is 0"}
-    )
+    evidence["dcgm-diag.json"] = dcgm_diag(collector, module.params["dcgm_level"], module.params["dcgm_timeout"])
     live = own_kernel()
     p = module.params
     evidence["cuda-check.txt"] = cuda_check(collector, p["cuda_root"], p["cuda_source"]) if live else IN_CONTAINER
@@ -355,7 +366,8 @@ def main():
             "since_boot": {"type": "bool", "default": True},
             "max_bytes": {"type": "int", "default": 16 * 1024 * 1024},
             "counter_interval": {"type": "int", "default": 10},
-            "dcgm_level": {"type": "int", "default": 1, "choices": [0, 1, 2]},
+            "dcgm_level": {"type": "int", "default": 1, "choices": [0, 1, 2, 3, 4]},
+            "dcgm_timeout": {"type": "int", "default": 7200},
             "cuda_source": {"type": "str", "default": ""},
             "cuda_root": {"type": "path", "default": "/usr/local/cuda"},
             "container_image": {"type": "str", "default": ""},
@@ -366,6 +378,8 @@ def main():
         module.fail_json(msg=f"max_bytes must be 4096 or more, got {module.params['max_bytes']}")
     if not 1 <= module.params["counter_interval"] <= 600:
         module.fail_json(msg=f"counter_interval must be 1 to 600 seconds, got {module.params['counter_interval']}")
+    if not 60 <= module.params["dcgm_timeout"] <= 86400:
+        module.fail_json(msg=f"dcgm_timeout must be 60 to 86400 seconds, got {module.params['dcgm_timeout']}")
     module.exit_json(changed=False, evidence=gather(module), simulated=simulation.simulated())
 
 

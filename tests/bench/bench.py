@@ -763,6 +763,11 @@ def published_port(name: str, port: int) -> int:
 # --- simulated hardware (tests/sim) ----------------------------------------------------------
 
 
+# Tools a stage installs, whose stand-in packages replay the profile's captures (tests/standins: dcgmi of
+# datacenter-gpu-manager-4-core): not mounted, so a node has them only once the stage installed them.
+INSTALLED_TOOLS = ("dcgmi",)
+
+
 def sim_profile(name: str) -> dict:
     """A simulated-hardware profile with its base profiles merged in (a fault variant names its healthy base)."""
     path = SIM / "profiles" / f"{name}.json"
@@ -809,7 +814,7 @@ def stage_sim(name: str, stage: Path, build: Path) -> tuple[list[str], str]:
 
     Returns the podman mount options and a digest of everything staged.
 
-    Each tool of the profile becomes /usr/local/bin/<tool> (tests/sim/standin.sh),
+    Each tool of the profile but INSTALLED_TOOLS becomes /usr/local/bin/<tool> (tests/sim/standin.sh),
     replaying its captures; /etc/gpuops/simulated-hardware.json says which
     profile this node simulates, so reports can say so.
     """
@@ -840,7 +845,7 @@ def stage_sim(name: str, stage: Path, build: Path) -> tuple[list[str], str]:
     (build / "marker.json").write_text(json.dumps(marker, indent=2))
     mounts = ["--volume", f"{stage}:/usr/share/gpuops-sim:ro"]
     mounts += ["--volume", f"{stage / 'marker.json'}:/etc/gpuops/simulated-hardware.json:ro"]
-    for tool in sorted(commands):
+    for tool in sorted(set(commands) - set(INSTALLED_TOOLS)):
         mounts += ["--volume", f"{SIM / 'standin.sh'}:/usr/local/bin/{tool}:ro"]
     staged_captures = [(build / "captures" / p).read_bytes() for p in sorted(os.listdir(build / "captures"))]
     return mounts, digest(

@@ -47,6 +47,11 @@ CASES = {
         profile(firmware={"vbios_drift": "ignore"}),
         "gpuops_hardware.firmware.vbios_drift is 'ignore': expected warn or fail",
     ),
+    "dcgm_level_out_of_range": (
+        profile(acceptance={"dcgm_level": 5}),
+        "gpuops_hardware.acceptance.dcgm_level is 5: the DCGM diagnostic level the profile's acceptance runs, 0 to 4, "
+        "unquoted (1 by default; 3 for a delivery acceptance)",
+    ),
     "required_id_unknown": (
         {**profile(), "acceptance_required": ["gpu.count", "dcgm.level3"]},
         "acceptance_required names 'dcgm.level3', no check of the acceptance stage",

@@ -181,6 +181,34 @@ NODE_CASES = {
             "Fix: a driver version the repository has fabric manager for",
         ],
     ),
+    # The stand-in CUDA repository carries DCGM 4.2.3 and 4.4.1.
+    "dcgm_version_missing_from_the_repository": (
+        "h100",
+        {
+            "gpuops_mirror_url": MIRROR,
+            "nvidia_driver_cuda_repo_key_fingerprint": BENCH_KEY_FINGERPRINT,
+            "nvidia_driver_dcgm": "true",
+            "nvidia_driver_dcgm_version": "4.3.0",
+        },
+        [
+            "{host}: nvidia_driver_dcgm_version is 4.3.0, for driver 535.",
+            "(CUDA 12 plugins), but the mirror's copy of NVIDIA's CUDA repository (http://gpuops-mirror:8080/"
+            "developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) carries datacenter-gpu-manager-4-core, "
+            "datacenter-gpu-manager-4-proprietary, datacenter-gpu-manager-4-cuda12, "
+            "datacenter-gpu-manager-4-proprietary-cuda12 at no version 4.3.0; it carries datacenter-gpu-manager-4-core "
+            "at 4.2.3, 4.4.1.",
+            "Fix: one of those versions in nvidia_driver_dcgm_version",
+        ],
+    ),
+    # A PCIe node needs NVIDIA's repository for DCGM alone.
+    "dcgm_repository_key_without_a_pin": (
+        "l40s",
+        {"gpuops_mirror_url": MIRROR, "nvidia_driver_cuda_repo_key_fingerprint": "", "nvidia_driver_dcgm": True},
+        [
+            "{host} needs NVIDIA's CUDA repository (DCGM: nvidia_driver_dcgm is true), but its key_url",
+            "or nvidia_driver_dcgm: false.",
+        ],
+    ),
     "fabric_manager_forced_on_a_pcie_node": (
         "l40s",
         {"nvidia_driver_fabricmanager": True},

@@ -388,11 +388,37 @@ CASES = {
         {"dcgmi": {}},
         ok(lambda r: r["evidence"]["dcgm-diag.json"] == {"skipped": "dcgm_level is 0"}),
     ),
+    "acceptance_dcgm_not_installed": (
+        "acceptance_read",
+        {},
+        {"nvidia-smi": {}},
+        ok(lambda r: r["evidence"]["dcgm-diag.json"] == {"tool": "dcgmi", "missing": True}),
+    ),
+    # Level 3 under its time limit (coreutils timeout, this machine's): the capture's status and text are the item's.
     "acceptance_dcgm_level_3": (
         "acceptance_read",
-        {"dcgm_level": 3},
+        {"dcgm_level": 3, "dcgm_timeout": 600},
+        {"dcgmi": {"diag -r 3 -j": DCGM / "sagemaker-hc-r3-a10g-pass.txt"}},
+        ok(
+            lambda r: (
+                r["evidence"]["dcgm-diag.json"]["cmd"][1:]
+                == ["--kill-after=10", "600", "dcgmi", "diag", "-r", "3", "-j"]
+                and r["evidence"]["dcgm-diag.json"]["rc"] == 0
+                and "Targeted Stress" in r["evidence"]["dcgm-diag.json"]["stdout"]
+            )
+        ),
+    ),
+    "acceptance_dcgm_level_5": (
+        "acceptance_read",
+        {"dcgm_level": 5},
         {},
-        refused("value of dcgm_level must be one of: 0, 1, 2, got: 3"),
+        refused("value of dcgm_level must be one of: 0, 1, 2, 3, 4, got: 5"),
+    ),
+    "acceptance_dcgm_timeout_short": (
+        "acceptance_read",
+        {"dcgm_timeout": 59},
+        {},
+        refused("dcgm_timeout must be 60 to 86400 seconds, got 59"),
     ),
     "acceptance_bad_interval": (
         "acceptance_read",

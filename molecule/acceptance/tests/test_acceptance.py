@@ -27,8 +27,8 @@ CHECKS = (
 # join no cluster here (gpuops_kubernetes_join: false).
 NOT_APPLICABLE = ("cuda.runtime", "container.gpus", "kubernetes.ready", "kubernetes.labels", "kubernetes.gpus")
 # A healthy simulated H100 node: fabric manager installed and enabled cannot start without an NVIDIA module in the
-# container's kernel (WARN); the nccl_tests stage did not run here (SKIPPED, not required by converge.yml); no
-# stage installs DCGM (SKIPPED, not required by default).
+# container's kernel (WARN); the nccl_tests stage did not run here (SKIPPED, not required by converge.yml); DCGM is
+# not installed on it (SKIPPED, not required by default).
 H100 = dict.fromkeys(CHECKS, "PASS") | dict.fromkeys(NOT_APPLICABLE, "SKIPPED") | {
     "driver.fabric_manager": "WARN", "nccl.single_node": "SKIPPED", "nccl.pairs": "SKIPPED", "gpu.dcgm": "SKIPPED"
 }  # fmt: skip
@@ -56,7 +56,6 @@ EXPECTED = {
             "driver.fabric_manager": "SKIPPED",
             "fabric.counters": "SKIPPED",
             "fabric.bandwidth": "SKIPPED",
-            "gpu.dcgm": "SKIPPED",
             "nccl.single_node": "SKIPPED",
             "nccl.pairs": "SKIPPED",
         }
@@ -140,6 +139,8 @@ def test_the_faults_carry_their_reasons_and_actions() -> None:
     assert (memory["fault"], memory["severity"], memory["required"]) == ("dcgm_memory", "critical", False)
     assert memory["reason"] == ("Deployment Page Retirement/Row Remap failed on GPU 3: GPU 3 has uncorrectable "
                                 "memory errors and row remappings are pending")  # fmt: skip
+    # l40s ran level 3 in the background (its profile replays a level-3 run for -r 3 only).
+    assert checks["l40s"]["gpu.dcgm"]["reason"] == "DCGM 3.3.9: 15 test(s) passed, 1 skipped"
     mismatch = checks["h100-driver-mismatch"]["driver.version"]
     assert mismatch["reason"] == ("the kernel refused a client at 570.148.08: its loaded module is 570.148.06; "
                                   "installed: 535.309.01")  # fmt: skip

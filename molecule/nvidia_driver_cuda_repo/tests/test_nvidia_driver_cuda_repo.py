@@ -1,6 +1,7 @@
 """nvidia_driver with nvidia_driver_source: cuda_repo on Debian 12 (simulated HGX H100): the real state of the node
 after converge. The driver comes from the stand-in of NVIDIA's debian12 repository (two 550 versions; the scenario
-pins the older), fabric manager from the same repository at the same version.
+pins the older), fabric manager from the same repository at the same version, and DCGM at its pin (the older of the
+two versions the repository carries) with the plugins for the driver's CUDA 12.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ DRIVER_PACKAGES = [
     "nvidia-persistenced",
     "nvidia-fabricmanager-550",
 ]
+DCGM_VERSION = "1:4.2.3-1"
+DCGM_PACKAGES = ["datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary",
+                 "datacenter-gpu-manager-4-cuda12", "datacenter-gpu-manager-4-proprietary-cuda12"]  # fmt: skip
 REPOSITORY = "gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64"
 CONVERGE = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"
 
@@ -97,8 +101,19 @@ def test_dpkg_reports_no_broken_package(host):
     assert host.check_output("dpkg --audit") == ""
 
 
-def test_persistenced_and_fabric_manager_are_enabled_and_not_left_failed(host):
-    for unit in ["nvidia-persistenced", "nvidia-fabricmanager"]:
+def test_dcgm_sits_at_its_pin_with_the_drivers_cuda_plugins_and_is_held(host):
+    held = host.check_output("apt-mark showhold").split()
+    for package in DCGM_PACKAGES:
+        assert version(host, package) == DCGM_VERSION, package
+        assert package in held, package
+    # Not the other CUDA major versions' plugins.
+    listing = host.check_output("dpkg-query -W -f '${Package}\\n' 'datacenter-gpu-manager-4-*'")
+    assert sorted(listing.split()) == sorted(DCGM_PACKAGES)
+    assert host.check_output("dcgmi --version").strip() == "dcgmi  version: 4.2.3"
+
+
+def test_persistenced_fabric_manager_and_dcgm_are_enabled_and_not_left_failed(host):
+    for unit in ["nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm"]:
         assert host.service(unit).is_enabled, unit
         assert host.run(f"systemctl is-failed {unit}").stdout.strip() != "failed", unit
 
@@ -113,4 +128,4 @@ def test_verification_passes_at_the_pinned_version(host):
     output = " ".join((proc.stdout + proc.stderr).split()).replace("''", "'")
     assert proc.returncode == 0, output[-3000:]
     assert f"h100 passed nvidia_driver verification: driver {VERSION} (NVIDIA's debian12 repository," in output
-    assert f"fabric manager nvidia-fabricmanager-550 {DEBIAN_VERSION} enabled," in output
+    assert f"fabric manager nvidia-fabricmanager-550 {DEBIAN_VERSION} enabled, DCGM 4.2.3 (CUDA 12 plugins) " in output

@@ -104,7 +104,10 @@ def test_driver_and_fabric_manager_moved_together_and_are_held(host, upgrade):
     assert f"fabric manager nvidia-fabricmanager-550 {NEW}-1 enabled," in output
     assert versions(host) == dict.fromkeys(PACKAGES, f"{NEW}-1")
     assert set(PACKAGES) <= set(host.check_output("apt-mark showhold").split())
-    for unit in ["nvidia-persistenced", "nvidia-fabricmanager"]:
+    # DCGM stays at its own pin (the driver's CUDA major version is the same), held.
+    assert host.check_output("dpkg-query -W -f '${Version}' datacenter-gpu-manager-4-cuda12") == "1:4.2.3-1"
+    assert "datacenter-gpu-manager-4-cuda12" in host.check_output("apt-mark showhold").split()
+    for unit in ["nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm"]:
         assert host.service(unit).is_enabled, unit
         assert host.run(f"systemctl is-failed {unit}").stdout.strip() != "failed", unit
     assert host.check_output("dpkg --audit") == ""

@@ -634,6 +634,31 @@ def test_dcgm_diagnostics(capture, rc, status, fault, reason):
     assert found["evidence"] == ["dcgm-diag.json"]
 
 
+LIMITED = ["/usr/bin/timeout", "--kill-after=10", "7200", "dcgmi", "diag", "-r", "3", "-j"]
+
+
+@pytest.mark.parametrize(
+    ("item", "status", "reason"),
+    [
+        # The time ran out: whatever the run printed before it was stopped is not judged.
+        ({"cmd": LIMITED, "rc": 124, "stdout": fixture("dcgm/sagemaker-hc-r3-a10g-pass.txt"), "stderr": ""}, "ERROR",
+         "dcgmi diag did not finish within 7200 s (acceptance_dcgm_timeout) and was stopped"),
+        # Status 124 from dcgmi itself (no time limit around it) is its own.
+        ({"cmd": ["dcgmi", "diag", "-r", "3", "-j"], "rc": 124, "stdout": "", "stderr": "x"}, "ERROR",
+         "dcgmi diag exited with 124: x"),
+        ({"cmd": LIMITED[:3], "rc": 124, "stdout": "", "stderr": ""}, "ERROR",
+         "dcgmi diag exited with 124: no message"),
+        ({"cmd": LIMITED, "rc": 0, "stdout": fixture("dcgm/sagemaker-hc-r3-a10g-pass.txt"), "stderr": ""}, "PASS",
+         "DCGM 3.3.9: 15 test(s) passed, 1 skipped"),
+        ({"tool": "dcgmi", "missing": True}, "SKIPPED",
+         "DCGM is not installed on the node (no dcgmi; the driver stage installs it with nvidia_driver_dcgm: true)"),
+    ],
+)  # fmt: skip
+def test_dcgm_under_its_time_limit(item, status, reason):
+    found = check(judge(dcgm=item), "gpu.dcgm")
+    assert (found["status"], found["reason"]) == (status, reason)
+
+
 @pytest.mark.parametrize(
     ("category", "name", "warnings", "fault"),
     [
@@ -686,7 +711,7 @@ def test_a_dcgm_warning_warns():
     [
         (
             {"tool": "dcgmi", "missing": True},
-            "DCGM is not installed on the node (dcgmi, package datacenter-gpu-manager)",
+            "DCGM is not installed on the node (no dcgmi; the driver stage installs it with nvidia_driver_dcgm: true)",
         ),
         ({"skipped": "dcgm_level is 0"}, "dcgmi diag was not run: dcgm_level is 0"),
         ({}, "dcgmi diag was not collected"),
@@ -936,7 +961,7 @@ def test_gates_come_from_the_gpus_not_the_profiles_name():
         ({"acceptance": {"required": "gpu.count"}}, [],
          "gpuops_hardware.acceptance.required is 'gpu.count': expected a list of check ids"),
         ({"acceptance": {"skip": []}}, [],
-         "gpuops_hardware.acceptance.skip is not an acceptance setting; known: required"),
+         "gpuops_hardware.acceptance.skip is not an acceptance setting; known: required, dcgm_level"),
         ({"gates": {"nccl_all_reduce_busbw_gbps": "460"}}, [],
          "gpuops_hardware.gates.nccl_all_reduce_busbw_gbps is '460': expected a number above 0"),
         ({"gates": {"nccl_all_reduce_busbw_gbps": True}}, [],

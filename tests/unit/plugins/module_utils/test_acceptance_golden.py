@@ -457,6 +457,12 @@ INPUT_CASES = {
     "acceptance-unknown-key": {"acceptance": {"optional": ["nccl.pairs"]}},
     "acceptance-required-unknown-id": {"acceptance": {"required": ["gpu.count", "gpu.temperature"]}},
     "acceptance-required-valid": {"acceptance": {"required": ["gpu.count", "driver.version"]}},
+    "dcgm-level-0": {"acceptance": {"dcgm_level": 0}},
+    "dcgm-level-4": {"acceptance": {"dcgm_level": 4}},
+    "dcgm-level-5": {"acceptance": {"dcgm_level": 5}},
+    "dcgm-level-negative": {"acceptance": {"dcgm_level": -1}},
+    "dcgm-level-quoted": {"acceptance": {"dcgm_level": "3"}},
+    "dcgm-level-true": {"acceptance": {"dcgm_level": True}},
     "several": {
         "gates": {"ib_write_bw_gbps": -1},
         "firmware": {"hca_drift": "no"},
