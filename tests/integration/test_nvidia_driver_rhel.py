@@ -102,7 +102,7 @@ def test_the_first_run_installs_builds_and_verifies(converged):
             "nvidia_driver : Install fabric manager at the driver's version (dnf)",
             "nvidia_driver : Hold the driver packages at their versions",
             "nvidia_driver : Enable nvidia-persistenced, and start it where the driver runs now",
-            "nvidia_driver : Enable nvidia-fabricmanager, and start it where the driver runs now",
+            "nvidia_driver : Enable fabric manager and DCGM, and start them where the driver runs now",
         )
     ], output[-4000:]
     assert changed == len(tasks)
