@@ -682,7 +682,7 @@ def choose_dcgm(index, info, plan, version, architectures, where, manager="apt")
         chosen = versions_of.newest(sorted(common))
     else:
         lacking = [name for name in names if not matching[name]]
-        carried = sorted({versions_of.upstream_version(v) for v in index.get(DCGM_CORE[0]) or []},
+        carried = sorted({upstream(v) for v in index.get(DCGM_CORE[0]) or []},
                          key=functools.cmp_to_key(versions_of.compare_versions))  # fmt: skip
         why = (f"{where} carries {', '.join(lacking)} at no version {version}" if lacking else
                f"{where} carries no one build of {version} for all of {', '.join(names)}")  # fmt: skip
