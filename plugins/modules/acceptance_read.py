@@ -254,7 +254,10 @@ def time_limit(module, seconds):
 
 
 def run_limited(collector, seconds, argv):
-    """A command item of argv run under time_limit (its cmd starts with timeout's)."""
+    """A command item of argv run under time_limit (its cmd starts with timeout's); where argv[0] is not installed,
+    Collector.run's missing item for it (timeout would only fail to start it)."""
+    if not ToolRunner(collector.module, argv[0], required=False).available:
+        return collector.run(argv[0], argv[1:])
     limit = time_limit(collector.module, seconds)
     return collector.run("timeout", [*limit[1:], *argv]) if limit else collector.run(argv[0], argv[1:])
 
@@ -263,8 +266,6 @@ def dcgm_diag(collector, level, seconds):
     """dcgmi diag at the level under time_limit (levels 3 and 4 run for hours on a bad GPU), where DCGM is installed."""
     if not level:
         return {"skipped": "dcgm_level is 0"}
-    if not ToolRunner(collector.module, "dcgmi", required=False).available:
-        return {"tool": "dcgmi", "missing": True}
     return run_limited(collector, seconds, ["dcgmi", "diag", "-r", str(level), "-j"])
 
 
