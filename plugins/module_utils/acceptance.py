@@ -36,6 +36,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import (
     cuda_toolkit,
     dcgm,
     dkms,
+    ethtool,
     infiniband,
     kubernetes_node,
     nccl_tests_pairs,
@@ -213,6 +214,24 @@ LINK_ERROR_COUNTERS = ("symbol_error", "link_error_recovery", "link_downed", "lo
                        "port_rcv_errors", "excessive_buffer_overrun_errors")  # fmt: skip
 FABRIC_ERROR_COUNTERS = ("port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
                          "port_xmit_constraint_errors", "port_rcv_constraint_errors", "vl15_dropped")  # fmt: skip
+# A RoCE port's are its Ethernet interface's physical-layer counters (mlx5_core's ethtool names, the kernel's mlx5
+# counters.rst): those of the link itself (symbol errors FEC did not correct, frames with a bad CRC, the link going
+# down, a shorted module: a cable or transceiver) and those of what came over it (malformed frames from the peer,
+# frames dropped for want of buffers, a pause storm: the fabric or its flow control). The bits FEC corrected
+# (rx_corrected_bits_phy, rx_err_lane_*_phy) are left out: a 200G or 400G PAM4 link corrects bits all the time, so
+# they rise on a healthy link too; the errors FEC could not correct are rx_pcs_symbol_err_phy.
+ETHTOOL_LINK_COUNTERS = ("rx_symbol_err_phy", "rx_pcs_symbol_err_phy", "rx_crc_errors_phy", "link_down_events_phy",
+                         "module_bad_shorted")  # fmt: skip
+ETHTOOL_FABRIC_COUNTERS = ("rx_discards_phy", "tx_discards_phy", "tx_errors_phy", "rx_undersize_pkts_phy",
+                           "rx_fragments_phy", "rx_jabbers_phy", "rx_oversize_pkts_phy", "rx_in_range_len_errors_phy",
+                           "rx_out_of_range_len_phy", "tx_pause_storm_error_events")  # fmt: skip
+# Per link layer: the evidence file, the counters (the link's, then the others), and the counter that says the link
+# went down.
+PORT_COUNTERS = {
+    "InfiniBand": ("perfquery.json", LINK_ERROR_COUNTERS, FABRIC_ERROR_COUNTERS, "link_downed"),
+    "Ethernet": ("ethtool.json", ETHTOOL_LINK_COUNTERS, ETHTOOL_FABRIC_COUNTERS, "link_down_events_phy"),
+}
+PORT_KINDS = {"InfiniBand": "InfiniBand", "Ethernet": "RoCE"}
 
 
 def _perfquery_read(item, where):
@@ -226,20 +245,39 @@ def _perfquery_read(item, where):
     return parsed, None
 
 
+def _ethtool_read(item, where):
+    """(counters parsed, None) from one ethtool -S run, or (None, why there are none)."""
+    text = _text(item)
+    if not text or item.get("rc") != 0:
+        return None, _why_not(item, f"ethtool -S of {where}")
+    parsed = ethtool.parse_stats(text)
+    if not set(parsed["counters"]) & set(ETHTOOL_LINK_COUNTERS):
+        return None, (f"ethtool -S of {where} printed none of the physical-layer error counters read "
+                      f"({', '.join(ETHTOOL_LINK_COUNTERS)}: mlx5_core's names): {parsing.excerpt(text)}")  # fmt: skip
+    return {"counters": parsed["counters"], "saturated": []}, None
+
+
 def _counters_state(evidence):
-    """The two perfquery reads of each port ({"interval_s", "ports": {"mlx5_0/1": {"reads": [first, second],
-    "error"}}}), or None when the node side did not collect them."""
-    data = _json(_item(evidence, "perfquery.json"))
-    samples = data.get("samples") if isinstance(data, dict) else None
-    if not isinstance(samples, list) or len(samples) != 2 or not all(isinstance(s, dict) for s in samples):
+    """The two reads of each port's error counters ({"interval_s", "ports": {"mlx5_0/1": {"reads": [first, second],
+    "error", "layer"}}}; perfquery.json's InfiniBand ports, ethtool.json's RoCE ports), or None when the node side
+    collected neither."""
+    ports, intervals = {}, []
+    for layer, read in (("InfiniBand", _perfquery_read), ("Ethernet", _ethtool_read)):
+        data = _json(_item(evidence, PORT_COUNTERS[layer][0]))
+        samples = data.get("samples") if isinstance(data, dict) else None
+        if not isinstance(samples, list) or len(samples) != 2 or not all(isinstance(s, dict) for s in samples):
+            continue
+        for where in sorted({str(k) for sample in samples for k in sample}):
+            reads = [read(_item(sample, where), where) for sample in samples]
+            error = next((why for _parsed, why in reads if why), None)
+            ports[where] = {"reads": [parsed for parsed, _why in reads], "error": error, "layer": layer}
+        interval = data.get("interval_s")
+        intervals.append(float(interval) if _number(interval) else None)
+    if not intervals:
         return None
-    ports = {}
-    for where in sorted({str(k) for sample in samples for k in sample}):
-        reads = [_perfquery_read(_item(sample, where), where) for sample in samples]
-        error = next((why for _parsed, why in reads if why), None)
-        ports[where] = {"reads": [parsed for parsed, _why in reads], "error": error}
-    interval = data.get("interval_s")
-    return {"interval_s": float(interval) if _number(interval) else None, "ports": ports}
+    # The least time a counter had to rise in: the shorter of the two files' intervals.
+    known = [i for i in intervals if i is not None]
+    return {"interval_s": min(known) if len(known) == len(intervals) else None, "ports": ports}
 
 
 def _dcgm_state(evidence):
@@ -1143,17 +1181,17 @@ def check_fabric_ports(state, hardware, gate_values):
                     active, gate, evidence=evidence)  # fmt: skip
 
 
-def _counter_changes(reads):
+def _counter_changes(reads, names):
     """({counter: rise}, {counter: value now, not rising}, [counters at their maximum]) of one port's two reads."""
     first, second = reads[0]["counters"], reads[1]["counters"]
     rising, nonzero = {}, {}
-    for name in LINK_ERROR_COUNTERS + FABRIC_ERROR_COUNTERS:
+    for name in names:
         before, now = first.get(name), second.get(name)
         if before is not None and now is not None and now > before:
             rising[name] = now - before
         elif now:
             nonzero[name] = now
-    return rising, nonzero, sorted(set(reads[1]["saturated"]) & set(LINK_ERROR_COUNTERS + FABRIC_ERROR_COUNTERS))
+    return rising, nonzero, sorted(set(reads[1]["saturated"]) & set(names))
 
 
 def _counter_list(per_port, sign=""):
@@ -1236,31 +1274,42 @@ def check_fabric_bandwidth(state, hardware, gate_values):
                     value, gate_text, evidence=evidence)  # fmt: skip
 
 
+def _port_words(layers):
+    """The kinds of port among the link layers: InfiniBand, RoCE, or InfiniBand and RoCE."""
+    return " and ".join(PORT_KINDS[layer] for layer in PORT_KINDS if layer in layers)
+
+
 def check_fabric_counters(state, hardware, gate_values):
     counters = state["counters"]
-    evidence = ("perfquery.json",)
+    layer = (hardware.get("infiniband") or {}).get("link_layer")
     if counters is None:
-        return _outcome("ERROR", "the port counters were not collected", None, None, "not_reported", evidence)
+        return _outcome("ERROR", "the port counters were not collected", None, None, "not_reported",
+                        (PORT_COUNTERS.get(layer, PORT_COUNTERS["InfiniBand"])[0],))  # fmt: skip
     ports = counters["ports"]
+    layers = {port["layer"] for port in ports.values()}
+    evidence = tuple(files[0] for name, files in PORT_COUNTERS.items() if name in layers) or \
+        (PORT_COUNTERS.get(layer, PORT_COUNTERS["InfiniBand"])[0],)  # fmt: skip
     interval = counters["interval_s"]
     gate = {"rise": 0, "interval_s": interval}
     if not ports:
-        return _outcome("ERROR", "no active InfiniBand port to read the counters of (fabric.ports says which are "
-                        "down)", {}, gate, "not_reported", evidence)  # fmt: skip
-    rising, nonzero, saturated = {}, {}, {}
+        return _outcome("ERROR", f"no active {PORT_KINDS.get(layer, 'RDMA')} port to read the counters of "
+                        "(fabric.ports says which are down)", {}, gate, "not_reported", evidence)  # fmt: skip
+    rising, nonzero, saturated, link = {}, {}, {}, {}
     for where, port in ports.items():
         if port["error"] is None:
-            rising[where], nonzero[where], saturated[where] = _counter_changes(port["reads"])
+            _file, own, other, _down = PORT_COUNTERS[port["layer"]]
+            rising[where], nonzero[where], saturated[where] = _counter_changes(port["reads"], own + other)
+            link[where] = {n: v for n, v in rising[where].items() if n in own}
     rising = {where: values for where, values in rising.items() if values}
     nonzero = {where: values for where, values in nonzero.items() if values}
     saturated = {where: names for where, names in saturated.items() if names}
+    link = {where: values for where, values in link.items() if values}
     value = {"rising": rising, "nonzero": nonzero}
     during = f"in {interval:g} s" if interval is not None else "between the two reads"
-    link = {where: {n: v for n, v in values.items() if n in LINK_ERROR_COUNTERS} for where, values in rising.items()}
-    link = {where: values for where, values in link.items() if values}
     if link:
-        fault = "port_link_flapping" if any("link_downed" in values for values in link.values()) else \
-            "port_errors_rising"  # fmt: skip
+        flapping = any(PORT_COUNTERS[ports[where]["layer"]][3] in values for where, values in link.items())
+        roce = all(ports[where]["layer"] == "Ethernet" for where in link)
+        fault = ("roce_" if roce else "port_") + ("link_flapping" if flapping else "errors_rising")
         return _outcome("FAIL", f"error counters rose {during} while the node was idle: {_counter_list(link, '+')}",
                         value, gate, fault, evidence, findings=[fault])  # fmt: skip
     unread = {where: port["error"] for where, port in ports.items() if port["error"]}
@@ -1282,8 +1331,8 @@ def check_fabric_counters(state, hardware, gate_values):
         findings.append("port_errors_history")
     if warnings:
         return _outcome("WARN", "; ".join(warnings), value, gate, evidence=evidence, findings=findings)
-    return _outcome("PASS", f"no error counter of {len(ports)} InfiniBand port(s) is above 0, none rose {during}",
-                    value, gate, evidence=evidence)  # fmt: skip
+    return _outcome("PASS", f"no error counter of {len(ports)} {_port_words(layers)} port(s) is above 0, none rose "
+                    f"{during}", value, gate, evidence=evidence)  # fmt: skip
 
 
 def _drift_status(policy):
@@ -1441,12 +1490,6 @@ def _ports(hardware):
     return None if hardware["infiniband"]["ports"] > 0 else "the profile has no RDMA ports"
 
 
-def _ib_ports(hardware):
-    return _ports(hardware) or (None if hardware["infiniband"].get("link_layer") == "InfiniBand" else
-                                "the profile's ports are not InfiniBand: perfquery reads InfiniBand ports only "
-                                "(a RoCE port's errors are the Ethernet interface's, ethtool -S)")  # fmt: skip
-
-
 def _ib_bandwidth(hardware):
     return _ports(hardware) or (None if hardware["infiniband"].get("link_layer") == "InfiniBand" else
                                 "the profile's ports are not InfiniBand: the pair tests measure InfiniBand ports "
@@ -1489,7 +1532,7 @@ CHECKS = {
     "driver.persistence": ("Persistence mode", _gpus, check_driver_persistence, True),
     "driver.fabric_manager": ("Fabric manager at the driver's version", _nvswitch, check_driver_fabric_manager, True),
     "fabric.ports": ("RDMA ports active at rate", _ports, check_fabric_ports, True),
-    "fabric.counters": ("RDMA port error counters", _ib_ports, check_fabric_counters, True),
+    "fabric.counters": ("RDMA port error counters", _ports, check_fabric_counters, True),
     "fabric.bandwidth": ("ib_write_bw per port between node pairs", _ib_bandwidth, check_fabric_bandwidth, True),
     "inventory.vbios": ("GPU VBIOS versions", _gpus, check_inventory_vbios, True),
     "inventory.hca_firmware": ("RDMA adapter firmware", _ports, check_inventory_hca_firmware, True),

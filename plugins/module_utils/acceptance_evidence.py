@@ -27,6 +27,8 @@ FILES = {
     "dmidecode.txt": "dmidecode -t system -t bios",
     "nccl-tests-results.json": NCCL_RESULTS,
     "perfquery.json": "perfquery -x -C <adapter> -P <port> of every active InfiniBand port, read twice",
+    "ethtool.json": "ethtool -S <interface> of every active RoCE port, read twice (where the node has RoCE ports)",
+    "rdma-link.txt": "rdma link show: the RoCE ports' interfaces sysfs did not name (where it was needed)",
     "dcgm-diag.json": "dcgmi diag -r <level> -j, where DCGM is installed",
     "cuda-check.txt": "the CUDA check program (roles/_common/files/cuda_check.cu) built with nvcc and run",
     "container-gpus.txt": "nvidia-smi -L in a container through containerd's nvidia runtime (ctr run)",

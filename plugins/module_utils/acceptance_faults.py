@@ -130,6 +130,18 @@ SOURCES = {
         "(https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/): GPUs are advertised as a schedulable "
         "resource (nvidia.com/gpu) by the vendor's device plugin, which 'you have to install'."
     ),
+    "mlx5_ethtool_counters": (
+        "Linux kernel, Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst, Physical Port "
+        "Counters (type Error): link_down_events_phy 'In case this counter is increasing it may imply on port "
+        "flapping. You may need to replace the cable/transceiver'; rx_pcs_symbol_err_phy 'symbol errors that wasn't "
+        "corrected by FEC ... If this counter is increasing, it implies that the link between the NIC and the network "
+        "is suffering from high BER, and that traffic is lost. You may need to replace the cable/transceiver'; "
+        "rx_crc_errors_phy 'dropped received packets due to FCS (Frame Check Sequence) error'; rx_discards_phy 'the "
+        "adapter is congested and cannot absorb the traffic coming from the network'; rx_oversize_pkts_phy 'the peer "
+        "connected to the adapter has a larger MTU configured'. A third-party optic a ConnectX-6 Dx would not power "
+        "(kernel log 'Cable error, Power budget exceeded') showed as rx_crc_errors_phy and rx_symbol_err_phy in the "
+        "millions (tests/fixtures/SOURCES.md, ethtool)."
+    ),
     "ofa_error_counters": (
         "OpenFabrics Alliance wiki, Overview of Error Counters, "
         "https://www.openfabrics.org/mediawiki/index.php/Overview_of_Error_Counters: LinkDowned 'Usually associated "
@@ -448,6 +460,21 @@ FAULTS = {
         "the switch port's counters too, then clear them (perfquery -R) and rerun.",
         "ofa_error_counters",
         "RDMA port link flapping",
+    ),
+    "roce_errors_rising": _fault(
+        "high",
+        f"{CABLE}, and check that the transceiver is on the adapter's supported list (mlx5_core logs 'Cable error' "
+        "or 'Power budget exceeded' for one it will not drive); then rerun the acceptance stage on this node. The "
+        "interface's counters are cleared only when its driver reloads: the check judges their rise, not their value.",
+        "mlx5_ethtool_counters",
+        "RoCE port error counters rising",
+    ),
+    "roce_link_flapping": _fault(
+        "high",
+        f"The Ethernet link went down and came back while the node was idle (flapping): {CABLE[0].lower()}"
+        f"{CABLE[1:]}; check the switch port's counters and log too, then rerun the acceptance stage on this node.",
+        "mlx5_ethtool_counters",
+        "RoCE port link flapping",
     ),
     "port_link_layer": _fault(
         "medium",

@@ -449,3 +449,23 @@ def parse_perfquery(text):
         if not result["extended"] and value >= 2**width - 1:
             result["saturated"].append(name)
     return result
+
+
+# `rdma link show` (iproute2 5.x and later): "link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1np0", an
+# InfiniBand port's with its subnet prefix and LIDs and no netdev.
+RDMA_LINK_LINE = re.compile(r"link[ \t]+([A-Za-z0-9_.\-]{1,64})/([0-9]{1,6})[ \t]+(.*)")
+RDMA_LINK_KEYS = ("state", "physical_state", "netdev")
+
+
+def parse_rdma_link(text):
+    """`rdma link show` -> {"<adapter>/<port>": {"state", "physical_state", "netdev"}} (a key the line lacks is
+    None: an InfiniBand port has no netdev). Lines of another form are ignored."""
+    links = {}
+    for line in parsing.bounded(text)[0].splitlines():
+        match = RDMA_LINK_LINE.fullmatch(line.strip())
+        if not match:
+            continue
+        words = match.group(3).split()
+        pairs = dict(zip(words[::2], words[1::2]))
+        links.setdefault(f"{match.group(1)}/{int(match.group(2))}", {key: pairs.get(key) for key in RDMA_LINK_KEYS})
+    return links

@@ -20,9 +20,10 @@ description:
   - Where DCGM is installed, C(dcgmi diag -r <dcgm_level> -j) runs (level 1, its deployment checks, by default;
     about 10 seconds), stopped after O(dcgm_timeout) seconds.
   - Every active InfiniBand port's counters are read twice with C(perfquery -x -C <adapter> -P <port>) (64-bit
-    extended counters, which do not saturate), before and after the kernel log, package and DCGM reads, at least
-    O(counter_interval) seconds apart, so that a counter rising now can be told from one that rose before the
-    counters were last cleared.
+    extended counters, which do not saturate), and every active RoCE port's with C(ethtool -S <interface>) (its
+    Ethernet interface, from sysfs, else from C(rdma link show)), before and after the kernel log, package and DCGM
+    reads, at least O(counter_interval) seconds apart, so that a counter rising now can be told from one that rose
+    before the counters were last cleared.
   - Where the node runs its own kernel, two checks run between the counter reads - the CUDA check program
     (O(cuda_source)) compiled with O(cuda_root)'s C(nvcc) in a temporary directory and run (a kernel round trip on
     every GPU), and a GPU container through containerd's nvidia runtime (O(container_image), pulled into containerd's
@@ -63,6 +64,14 @@ options:
         reads did not take.
     type: int
     default: 10
+  link_layer:
+    description:
+      - The link layer of the ports whose error counters are read - V(InfiniBand) (perfquery) or V(Ethernet) (RoCE:
+        ethtool) - the fabric's (the hardware profile's C(infiniband.link_layer)); empty reads both. A port of
+        another link layer belongs to another network (a BlueField's host bond beside InfiniBand rails).
+    type: str
+    choices: ["", InfiniBand, Ethernet]
+    default: ""
   cuda_source:
     description: The CUDA check program's text (the collection's C(roles/_common/files/cuda_check.cu)); empty skips it.
     type: str
@@ -103,13 +112,15 @@ evidence:
     One item per evidence file name (C(nvidia-smi-query.xml), C(nvidia-smi-topo.txt), C(nvidia-smi-nvlink.txt),
     C(lspci.txt), C(sysfs-pci.json), C(ibstat.txt), C(sysfs-infiniband.json), C(kernel-log.txt), C(dkms-status.txt),
     C(driver-files.json), C(systemd-units.txt), C(packages.txt), C(dmidecode.txt), C(nccl-tests-results.json),
-    C(perfquery.json), C(dcgm-diag.json), C(cuda-check.txt), C(container-gpus.txt)). A
+    C(perfquery.json), C(ethtool.json) and C(rdma-link.txt) (where the node has RoCE ports), C(dcgm-diag.json),
+    C(cuda-check.txt), C(container-gpus.txt)). A
     command's item has C(cmd), C(rc), C(stdout), C(stderr) and C(truncated); a missing tool's C(tool) and
     C(missing=true); one not run C(skipped) (why). C(kernel-log.txt) also has C(source) (journal or dmesg) and
     C(fallback) (why the journal was not used). Snapshots are JSON text in C(stdout) with C(rc) 0;
-    C(perfquery.json)'s is C(interval_s) (seconds between the reads) and C(samples), two mappings of C(<adapter>/<port>)
-    to that read's command item. C(cuda-check.txt) also has C(step) (the step that failed, null when the program ran
-    to its end); an item not run because the node's kernel is its container host's has C(container=true).
+    C(perfquery.json)'s and C(ethtool.json)'s are C(interval_s) (seconds between the reads) and C(samples), two
+    mappings of C(<adapter>/<port>) to that read's command item. C(cuda-check.txt) also has C(step) (the step that
+    failed, null when the program ran to its end); an item not run because the node's kernel is its container
+    host's has C(container=true).
   returned: always
   type: dict
 simulated:
@@ -187,20 +198,43 @@ def infiniband_snapshot():
     return reader.snapshot(), devices
 
 
-def counter_ports(sysfs_devices, ibstat):
-    """<adapter>/<port> of every active InfiniBand port sysfs or ibstat shows: the ports perfquery can read (an
-    Ethernet port has no LID to address)."""
+def counter_ports(sysfs_devices, ibstat, link_layer):
+    """The active ports of link_layer ("" for both) whose error counters are read, from sysfs or ibstat:
+    ([(adapter, port)] of InfiniBand ports, which perfquery reads; {"<adapter>/<port>": netdev or None} of RoCE
+    ports, whose counters are their Ethernet interface's (ethtool -S): an Ethernet port has no LID for perfquery to
+    address)."""
     devices = infiniband.merge(sysfs_devices, infiniband.parse_ibstat(ibstat.get("stdout") or "")["devices"])
-    return [
-        (device["name"], port["port"])
+    active = [
+        (device, port)
         for device in devices
         for port in device["ports"]
-        if port["state"] == "active" and port["link_layer"] == "InfiniBand"
+        if port["state"] == "active" and link_layer in ("", port["link_layer"])
     ]
+    infiniband_ports = [(d["name"], p["port"]) for d, p in active if p["link_layer"] == "InfiniBand"]
+    roce_ports = {f"{d['name']}/{p['port']}": p["netdev"] for d, p in active if p["link_layer"] == "Ethernet"}
+    return infiniband_ports, roce_ports
+
+
+def roce_netdevs(collector, roce_ports):
+    """The RoCE ports with their interfaces, those sysfs did not name (ibstat names none) from `rdma link show`,
+    and that command's item (None where it was not needed)."""
+    if all(roce_ports.values()):
+        return roce_ports, None
+    links = collector.run("rdma", ["link", "show"])
+    named = infiniband.parse_rdma_link(links.get("stdout") or "") if links.get("rc") == 0 else {}
+    return {where: netdev or (named.get(where) or {}).get("netdev") for where, netdev in roce_ports.items()}, links
 
 
 def port_counters(collector, ports):
     return {f"{name}/{port}": collector.run("perfquery", ["-x", "-C", name, "-P", str(port)]) for name, port in ports}
+
+
+def interface_counters(collector, netdevs):
+    return {
+        where: collector.run("ethtool", ["-S", netdev]) if netdev else
+        {"skipped": f"no network interface is known for {where} (sysfs gid_attrs/ndevs, rdma link show)"}
+        for where, netdev in netdevs.items()
+    }  # fmt: skip
 
 
 def pci_snapshot():
@@ -332,8 +366,12 @@ def gather(module):
     evidence["ibstat.txt"] = collector.run("ibstat", [])
     snapshot, sysfs_devices = infiniband_snapshot()
     evidence["sysfs-infiniband.json"] = collector.snapshot(snapshot)
-    ports = counter_ports(sysfs_devices, evidence["ibstat.txt"])
-    first, started = port_counters(collector, ports), time.monotonic()
+    ports, roce_ports = counter_ports(sysfs_devices, evidence["ibstat.txt"], module.params["link_layer"])
+    netdevs, links = roce_netdevs(collector, roce_ports)
+    if links is not None:
+        evidence["rdma-link.txt"] = links
+    first = port_counters(collector, ports)
+    first_interfaces, started = interface_counters(collector, netdevs), time.monotonic()
     evidence["kernel-log.txt"] = collector.kernel_log(module.params["since_boot"])
     evidence["dkms-status.txt"] = collector.run("dkms", ["status"])
     files = {
@@ -353,11 +391,16 @@ def gather(module):
     p = module.params
     evidence["cuda-check.txt"] = cuda_check(collector, p["cuda_root"], p["cuda_source"]) if live else IN_CONTAINER
     evidence["container-gpus.txt"] = container_gpus(collector, p["container_image"]) if live else IN_CONTAINER
-    # Nothing to wait for where perfquery is missing.
-    if any("rc" in item for item in first.values()):
+    # Nothing to wait for where neither perfquery nor ethtool read a port.
+    if any("rc" in item for item in [*first.values(), *first_interfaces.values()]):
         time.sleep(max(0.0, module.params["counter_interval"] - (time.monotonic() - started)))
     second, interval = port_counters(collector, ports), time.monotonic() - started
     evidence["perfquery.json"] = collector.snapshot({"interval_s": round(interval, 3), "samples": [first, second]})
+    if netdevs:
+        second_interfaces, interval = interface_counters(collector, netdevs), time.monotonic() - started
+        evidence["ethtool.json"] = collector.snapshot(
+            {"interval_s": round(interval, 3), "samples": [first_interfaces, second_interfaces]}
+        )
     return evidence
 
 
@@ -367,6 +410,7 @@ def main():
             "since_boot": {"type": "bool", "default": True},
             "max_bytes": {"type": "int", "default": 16 * 1024 * 1024},
             "counter_interval": {"type": "int", "default": 10},
+            "link_layer": {"type": "str", "default": "", "choices": ["", "InfiniBand", "Ethernet"]},
             "dcgm_level": {"type": "int", "default": 1, "choices": [0, 1, 2, 3, 4]},
             "dcgm_timeout": {"type": "int", "default": 7200},
             "cuda_source": {"type": "str", "default": ""},

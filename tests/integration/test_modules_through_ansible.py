@@ -63,6 +63,17 @@ def counters_read_twice(item, ports):
     )  # fmt: skip
 
 
+def interfaces_read_twice(item, netdevs):
+    """ethtool.json holds two reads of every RoCE port's interface, at least a second apart."""
+    data = json.loads(item["stdout"])
+    return data["interval_s"] >= 1 and all(
+        sample.keys() == netdevs.keys()
+        and all(read["cmd"][1:] == ["-S", netdevs[port]] and "rx_crc_errors_phy" in read["stdout"]
+                for port, read in sample.items())
+        for sample in data["samples"]
+    )  # fmt: skip
+
+
 def ok(check=None):
     return ("ok", check)
 
@@ -277,7 +288,7 @@ CASES = {
     # acceptance_read: every tool's output is evidence, whatever it printed or returned; only its options fail it.
     "acceptance_simulated_h100": (
         "acceptance_read",
-        {"counter_interval": 1},
+        {"counter_interval": 1, "link_layer": "InfiniBand"},
         {
             # Every active InfiniBand port of the ibstat capture; the Ethernet bond (mlx5_bond_0) is not read.
             "perfquery": {f"-x -C mlx5_{n} -P 1": PERFQUERY for n in (0, 1, 4, 5, 6, 7, 8, 9)},
@@ -300,7 +311,27 @@ CASES = {
                 and r["evidence"]["kernel-log.txt"]["source"] == "dmesg"
                 and r["evidence"]["kernel-log.txt"]["fallback"].startswith("journalctl returned no kernel messages")
                 and counters_read_twice(r["evidence"]["perfquery.json"], 8)
+                and "ethtool.json" not in r["evidence"]
                 and '"DCGM GPU Diagnostic"' in r["evidence"]["dcgm-diag.json"]["stdout"]
+            )
+        ),
+    ),
+    # A RoCE node whose ports ibstat shows without their interfaces: rdma link show names them, ethtool reads them.
+    "acceptance_simulated_roce": (
+        "acceptance_read",
+        {"counter_interval": 1, "link_layer": "Ethernet", "dcgm_level": 0},
+        {
+            "ibstat": {"": FIXTURES / "infiniband" / "ibstat" / "gpud-h100-roce-2port.derived.txt"},
+            "rdma": {"link show": FIXTURES / "infiniband" / "rdma-link" / "l40s-roce-2port.derived.txt"},
+            "ethtool": {
+                f"-S {netdev}": FIXTURES / "ethtool" / "wirtee-cx6dx-eth5-grep-err.txt" for netdev in ("p1p1", "p1p2")
+            },
+        },
+        ok(
+            lambda r: (
+                json.loads(r["evidence"]["perfquery.json"]["stdout"])["samples"] == [{}, {}]
+                and r["evidence"]["rdma-link.txt"]["rc"] == 0
+                and interfaces_read_twice(r["evidence"]["ethtool.json"], {"mlx5_0/1": "p1p1", "mlx5_3/1": "p1p2"})
             )
         ),
     ),

@@ -39,27 +39,32 @@ NO_NVML = dict.fromkeys(
      "gpu.clocks", "driver.persistence", "inventory.vbios"),
     "ERROR",
 )  # fmt: skip
+# The 4x L40S capture holds no PCIe link, remap state or reset status (tests/fixtures/SOURCES.md): those checks
+# cannot judge, so the node is incomplete rather than accepted.
+L40S = (
+    dict.fromkeys(CHECKS, "PASS")
+    | {
+        "gpu.pcie": "ERROR",
+        "gpu.memory": "ERROR",
+        "gpu.recovery": "ERROR",
+        "gpu.nvlink": "SKIPPED",
+        "gpu.fabric": "SKIPPED",
+        "driver.fabric_manager": "SKIPPED",
+        "fabric.bandwidth": "SKIPPED",
+        "nccl.single_node": "SKIPPED",
+        "nccl.pairs": "SKIPPED",
+    }
+    | dict.fromkeys(NOT_APPLICABLE, "SKIPPED")
+)
 # Node -> (verdict, the status of every check).
 EXPECTED = {
     "h100": ("accepted", H100),
-    # The 4x L40S capture holds no PCIe link, remap state or reset status (tests/fixtures/SOURCES.md): those checks
-    # cannot judge, so the node is incomplete rather than accepted.
-    "l40s": (
-        "incomplete",
-        dict.fromkeys(CHECKS, "PASS")
-        | {
-            "gpu.pcie": "ERROR",
-            "gpu.memory": "ERROR",
-            "gpu.recovery": "ERROR",
-            "gpu.nvlink": "SKIPPED",
-            "gpu.fabric": "SKIPPED",
-            "driver.fabric_manager": "SKIPPED",
-            "fabric.counters": "SKIPPED",
-            "fabric.bandwidth": "SKIPPED",
-            "nccl.single_node": "SKIPPED",
-            "nccl.pairs": "SKIPPED",
-        }
-        | dict.fromkeys(NOT_APPLICABLE, "SKIPPED"),
+    "l40s": ("incomplete", L40S),
+    # CRC and symbol errors rising on mlx5_3's interface (p1p2) between the two ethtool reads; no driver or DCGM
+    # installed (prepare), as the H100 fault nodes.
+    "l40s-roce-errors": (
+        "rejected",
+        L40S | {"fabric.counters": "FAIL", "driver.version": "ERROR", "gpu.dcgm": "SKIPPED"},
     ),
     "h100-gpu-missing": ("rejected", BARE | {"gpu.count": "FAIL"}),
     "h100-xid79": ("rejected", BARE | {"gpu.xid": "FAIL"}),
@@ -128,6 +133,11 @@ def test_the_faults_carry_their_reasons_and_actions() -> None:
         r"error counters rose in [0-9.]+ s while the node was idle: mlx5_4/1 symbol_error \+37", symbol["reason"]
     ), symbol["reason"]
     assert symbol["value"] == {"rising": {"mlx5_4/1": {"symbol_error": 37}}, "nonzero": {}}
+    crc = checks["l40s-roce-errors"]["fabric.counters"]
+    assert (crc["fault"], crc["severity"], crc["evidence"]) == ("roce_errors_rising", "high", ["ethtool.json"])
+    assert re.fullmatch(r"error counters rose in [0-9.]+ s while the node was idle: mlx5_3/1 rx_symbol_err_phy "
+                        r"\+13115284, rx_crc_errors_phy \+13147323", crc["reason"]), crc["reason"]  # fmt: skip
+    assert checks["l40s"]["fabric.counters"]["reason"].startswith("no error counter of 2 RoCE port(s) is above 0")
     slow = checks["h100-ib-bw-low"]["fabric.bandwidth"]
     assert (slow["fault"], slow["severity"]) == ("port_bandwidth_low", "high")
     # Its partners: each at 196.17 Gb/s with it, or the port-down node, whose mlx5_4 is not active.
@@ -178,8 +188,8 @@ def test_the_documents_follow_their_schemas() -> None:
         jsonschema.validate(node(name, run), node_schema)
     document = json.loads((run / "run.json").read_text())
     jsonschema.validate(document, run_schema)
-    assert document["totals"] == {"accepted": 2, "rejected": 10, "incomplete": 1, "nodes": 13}
-    assert document["racks"] == {"rack_molecule": {"accepted": 2, "rejected": 10, "incomplete": 1}}
+    assert document["totals"] == {"accepted": 2, "rejected": 11, "incomplete": 1, "nodes": 14}
+    assert document["racks"] == {"rack_molecule": {"accepted": 2, "rejected": 11, "incomplete": 1}}
     assert document["simulated"] is True
     assert document["collection"]["name"] == "gpuops.bringup"
 

@@ -592,11 +592,128 @@ def test_no_active_port_leaves_no_counters_to_judge():
     assert found["reason"].startswith("no active InfiniBand port to read the counters of")
 
 
-def test_ethernet_profiles_skip_the_counters_with_the_reason():
-    found = check(acceptance.node_results("n1", L40S, evidence(query="nvidia_smi/l40s-x4.derived.xml")),
-                  "fabric.counters")  # fmt: skip
-    assert found["status"] == "SKIPPED"
-    assert found["reason"].startswith("the profile's ports are not InfiniBand: perfquery reads InfiniBand ports only")
+# The RoCE ports of the 4x L40S profile's ibstat capture and ethtool -S of their interfaces: the failing optic's
+# counters (grep err of a ConnectX-6 Dx) and the same lines at 0.
+ROCE_PORTS = ("mlx5_0/1", "mlx5_3/1")
+ETHTOOL_HEALTHY = "ethtool/wirtee-cx6dx-eth5-grep-err-zero.derived.txt"
+ETHTOOL_OPTIC = "ethtool/wirtee-cx6dx-eth5-grep-err.txt"
+
+
+def roce(first=ETHTOOL_HEALTHY, second=ETHTOOL_HEALTHY, interval=10.0, perfquery_file=True):
+    """The L40S node's evidence with its RoCE ports' two ethtool reads (each a capture for every port, or a mapping
+    of port to capture or evidence item)."""
+
+    def sample(read):
+        read = read if isinstance(read, dict) else dict.fromkeys(ROCE_PORTS, read)
+        return {port: run(fixture(item)) if isinstance(item, str) else item for port, item in read.items()}
+
+    replace = {"ethtool.json": run(json.dumps({"interval_s": interval, "samples": [sample(first), sample(second)]}))}
+    if perfquery_file:
+        # The node side writes perfquery.json always: empty where no InfiniBand port is active.
+        replace["perfquery.json"] = run(json.dumps({"interval_s": interval, "samples": [{}, {}]}))
+    items = evidence(
+        query="nvidia_smi/l40s-x4.derived.xml",
+        ibstat="infiniband/ibstat/gpud-h100-roce-2port.derived.txt",
+        replace=replace,
+    )
+    if not perfquery_file:
+        del items["perfquery.json"]
+    return check(acceptance.node_results("n1", L40S, items), "fabric.counters")
+
+
+def test_roce_ports_read_through_ethtool_pass_at_zero():
+    found = roce()
+    assert found["status"] == "PASS"
+    assert found["reason"] == "no error counter of 2 RoCE port(s) is above 0, none rose in 10 s"
+    assert found["evidence"] == ["ethtool.json"]
+    assert roce(perfquery_file=False)["status"] == "PASS"
+
+
+def test_a_failing_optic_fails_its_roce_port_with_the_optics_action():
+    found = roce(second={"mlx5_0/1": ETHTOOL_HEALTHY, "mlx5_3/1": ETHTOOL_OPTIC})
+    assert (found["status"], found["fault"], found["severity"]) == ("FAIL", "roce_errors_rising", "high")
+    assert found["reason"] == ("error counters rose in 10 s while the node was idle: mlx5_3/1 rx_symbol_err_phy "
+                               "+13115284, rx_crc_errors_phy +13147323")  # fmt: skip
+    # The lanes' raw errors are FEC's to correct: not judged.
+    assert found["value"] == {"rising": {"mlx5_3/1": {"rx_symbol_err_phy": 13115284, "rx_crc_errors_phy": 13147323}},
+                              "nonzero": {}}  # fmt: skip
+    assert "supported list" in found["action"] and "perfquery" not in found["action"]
+
+
+def test_roce_errors_that_do_not_rise_warn_as_history():
+    found = roce(first=ETHTOOL_OPTIC, second=ETHTOOL_OPTIC)
+    assert (found["status"], found["findings"]) == ("WARN", ["port_errors_history"])
+    assert found["reason"].startswith("non-zero since the counters were last cleared, not rising: mlx5_0/1 "
+                                      "rx_symbol_err_phy 13115284, rx_crc_errors_phy 13147323")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "layer", "fault"),
+    [
+        ("link_down_events_phy", "Ethernet", "roce_link_flapping"),
+        ("rx_pcs_symbol_err_phy", "Ethernet", "roce_errors_rising"),
+        ("module_bad_shorted", "Ethernet", "roce_errors_rising"),
+        ("rx_discards_phy", "Ethernet", None),
+        ("tx_pause_storm_error_events", "Ethernet", None),
+        ("rx_corrected_bits_phy", "Ethernet", "pass"),
+        ("rx_err_lane_0_phy", "Ethernet", "pass"),
+    ],
+)
+def test_each_roce_counter_in_its_group(name, layer, fault):
+    """A link counter one above its first read fails (a link down as flapping); a fabric-side one warns; the bits FEC
+    corrected are not errors."""
+    base = fixture(ETHTOOL_HEALTHY)
+    found = roce(first={"mlx5_0/1": run(base + f" {name}: 5\n")},
+                 second={"mlx5_0/1": run(base + f" {name}: 6\n")})  # fmt: skip
+    if fault == "pass":
+        assert found["status"] == "PASS", found
+    elif fault is None:
+        assert (found["status"], found["findings"]) == ("WARN", ["port_errors_fabric"])
+        assert found["reason"] == f"fabric-side error counters rose in 10 s: mlx5_0/1 {name} +1"
+    else:
+        assert (found["status"], found["fault"]) == ("FAIL", fault)
+        assert found["reason"].endswith(f"mlx5_0/1 {name} +1")
+
+
+@pytest.mark.parametrize(
+    ("read", "fault", "reason"),
+    [
+        ({"tool": "ethtool", "missing": True}, "tool_missing", "ethtool is not installed on the node"),
+        (
+            {"skipped": "no network interface is known for mlx5_0/1 (sysfs gid_attrs/ndevs, rdma link show)"},
+            "tool_failed",
+            "ethtool -S of mlx5_0/1 was not run: no network interface is known for mlx5_0/1",
+        ),
+        (
+            "ethtool/ethq8-cx4-ubuntu1804-head.txt",
+            "tool_failed",
+            "ethtool -S of mlx5_0/1 printed none of the physical-layer error counters read (rx_symbol_err_phy, ",
+        ),
+        (
+            run("", 1, "netlink error: no device matches name (offset 24)\n"),
+            "tool_failed",
+            "ethtool -S of mlx5_0/1 exited with 1: netlink error",
+        ),
+    ],
+)
+def test_roce_counters_that_cannot_be_read_are_an_error(read, fault, reason):
+    found = roce(first={"mlx5_0/1": read, "mlx5_3/1": ETHTOOL_HEALTHY})
+    assert (found["status"], found["fault"]) == ("ERROR", fault)
+    assert found["reason"].startswith(reason)
+
+
+def test_a_node_with_both_kinds_of_port_names_both():
+    items = evidence(replace={"ethtool.json": run(json.dumps({"interval_s": 12.5, "samples": [
+        {"mlx5_2/1": run(fixture(ETHTOOL_HEALTHY))}, {"mlx5_2/1": run(fixture(ETHTOOL_HEALTHY))}]}))})  # fmt: skip
+    found = check(acceptance.node_results("n1", H100, items, optional=("nccl.single_node",)), "fabric.counters")
+    assert found["reason"] == "no error counter of 9 InfiniBand and RoCE port(s) is above 0, none rose in 10 s"
+    assert found["evidence"] == ["perfquery.json", "ethtool.json"]
+
+
+def test_no_active_roce_port_names_the_kind():
+    found = roce(first={}, second={})
+    assert (found["status"], found["fault"]) == ("ERROR", "not_reported")
+    assert found["reason"].startswith("no active RoCE port to read the counters of")
 
 
 def test_the_interval_unknown_is_said_so():
@@ -928,8 +1045,8 @@ def test_the_verdict_of_each_status(required, found, verdict):
 
 def test_the_profile_and_the_operator_choose_the_required_checks():
     assert acceptance.required_checks(L40S) == [i for i in acceptance.CHECKS if i not in (
-        "gpu.nvlink", "gpu.fabric", "gpu.dcgm", "driver.fabric_manager", "fabric.counters", "fabric.bandwidth",
-        "nccl.single_node", "nccl.pairs")]  # fmt: skip
+        "gpu.nvlink", "gpu.fabric", "gpu.dcgm", "driver.fabric_manager", "fabric.bandwidth", "nccl.single_node",
+        "nccl.pairs")]  # fmt: skip
     assert acceptance.required_checks({**L40S, "acceptance": {"required": ["gpu.count"]}}) == ["gpu.count"]
     assert acceptance.required_checks(L40S, required=["gpu.model"]) == ["gpu.model"]
     assert "gpu.xid" not in acceptance.required_checks(H100, optional=["gpu.xid"])

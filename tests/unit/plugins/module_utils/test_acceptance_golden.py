@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_acceptance import (
+    ETHTOOL_HEALTHY,
     H100,
     IN_CONTAINER,
     L40S,
@@ -23,6 +24,7 @@ from test_acceptance import (
     PERFQUERY_SWITCH_ERRORS,
     PERFQUERY_SYMBOL_ERRORS,
     RAILS,
+    ROCE_PORTS,
     bandwidth_record,
     evidence,
     fixture,
@@ -56,13 +58,15 @@ CUDA_FAILED = CUDA_OK.replace(
 NCCL_DIED = {"largest_busbw_gbps": None, "errors": ["ArchLinux: Test NCCL failure all_reduce.cu:44 'unhandled cuda "
              "error / '"], "results": [], "rc": 1, "measured_at": "2026-12-05T10:00:00Z"}  # fmt: skip
 
-# Driver 570.172.08 as captured, no fabric manager, two RoCE ports, no DCGM.
+# Driver 570.172.08 as captured, no fabric manager, two RoCE ports (their interfaces' counters at 0), no DCGM.
+ROCE_READ = {port: run(fixture(ETHTOOL_HEALTHY)) for port in ROCE_PORTS}
 L40S_EVIDENCE = {
     "query": "nvidia_smi/l40s-x4.derived.xml",
     "nvml": ("570.172.08",),
     "fm_package": None,
     "ibstat": "infiniband/ibstat/gpud-h100-roce-2port.derived.txt",
     "counters": ({}, {}),
+    "replace": {"ethtool.json": run(json.dumps({"interval_s": 10.0, "samples": [ROCE_READ, ROCE_READ]}))},
     "dcgm": {"tool": "dcgmi", "missing": True},
     "cuda": IN_CONTAINER,
     "container": IN_CONTAINER,

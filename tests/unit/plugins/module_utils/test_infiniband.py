@@ -513,3 +513,25 @@ def test_derived_ibstat_lines_are_lines_of_the_source():
         captured = set(ibstat(source).splitlines())
         extra = [line.strip() for line in ibstat(name).splitlines() if line not in captured]
         assert extra == (["State: Down", "Physical state: Polling", "Rate: 10"] if name == MLX5_4_DOWN else [])
+
+
+def test_rdma_link_names_each_roce_ports_interface():
+    """`rdma link show` on two ConnectX-6 Dx ports (each line ends with a blank, as iproute2 prints it)."""
+    links = infiniband.parse_rdma_link(IBSTAT.parent.joinpath("rdma-link", "3fs-pr283-cx6dx-2port.txt").read_text())
+    assert links == {
+        "mlx5_0/1": {"state": "ACTIVE", "physical_state": "LINK_UP", "netdev": "p1p1"},
+        "mlx5_1/1": {"state": "ACTIVE", "physical_state": "LINK_UP", "netdev": "p1p2"},
+    }
+
+
+def test_rdma_link_of_an_infiniband_port_has_no_interface():
+    links = infiniband.parse_rdma_link(IBSTAT.parent.joinpath("rdma-link", "rccl-1423-ib-active.txt").read_text())
+    assert links == {"mlx5_7/1": {"state": "ACTIVE", "physical_state": "LINK_UP", "netdev": None}}
+
+
+def test_rdma_link_ignores_other_lines_and_keeps_the_first_of_a_port():
+    text = ("error: no such device\nlink mlx5_0/01 state DOWN netdev a\nlink mlx5_0/1 state ACTIVE netdev b\n"
+            "link /1 state ACTIVE\nlink mlx5_2/x state ACTIVE\nlink mlx5_3/1\n")  # fmt: skip
+    assert infiniband.parse_rdma_link(text) == {
+        "mlx5_0/1": {"state": "DOWN", "physical_state": None, "netdev": "a"},
+    }
