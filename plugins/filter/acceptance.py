@@ -19,8 +19,8 @@ def _acceptance_nccl_gates(profiles):
 
 
 def _acceptance_bandwidth_member(node, read, hardware, group_names):
-    """This node as the bandwidth passes plan with it, or None where it does not take part (not read, or not on an
-    InfiniBand profile). Each node makes its own, with its own view of its variables: play variables (a
+    """This node as the bandwidth passes plan with it, or None where it does not take part (not read, or its profile
+    has no RDMA ports). Each node makes its own, with its own view of its variables: play variables (a
     gpuops_hardware given there) do not reach another node's hostvars."""
     read, hardware = plain(read or {}), plain(hardware or {})
     if not isinstance(read.get("evidence"), dict) or acceptance.CHECKS["fabric.bandwidth"][1](hardware):

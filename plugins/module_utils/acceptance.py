@@ -396,6 +396,21 @@ def _dmi_state(evidence):
     return found
 
 
+def _rdma_fabric_state(evidence):
+    """What the rdma_fabric stage recorded on the node (its state file): {"gid_index": the RoCE GID index, or None}
+    and why there is none."""
+    item = _item(evidence, "rdma-fabric-state.json")
+    data = _json(item)
+    if not isinstance(data, dict):
+        why = "the rdma_fabric stage has not run here" if item.get("missing") or not item else "it is unreadable"
+        return {"gid_index": None, "why": f"no rdma_fabric state ({acceptance_evidence.RDMA_FABRIC_STATE}): {why}"}
+    gid = data.get("gid_index")
+    if isinstance(gid, bool) or not isinstance(gid, int) or not 0 <= gid <= 255:
+        return {"gid_index": None, "why": f"the rdma_fabric stage recorded no RoCE GID index (gid_index "
+                f"{json.dumps(gid, default=str)[:40]}; rdma_fabric_gid_index sets one)"}  # fmt: skip
+    return {"gid_index": gid, "why": None}
+
+
 def read_state(evidence):
     """Everything the checks judge, parsed from a node's evidence (acceptance_read's result)."""
     evidence = evidence if isinstance(evidence, dict) else {}
@@ -413,6 +428,7 @@ def read_state(evidence):
         "system": _dmi_state(evidence),
         "nccl": _json(_item(evidence, "nccl-tests-results.json")),
         "bandwidth": _json(_item(evidence, "ib-write-bw.json")),
+        "rdma_fabric": _rdma_fabric_state(evidence),
         "kubernetes": _item(evidence, "kubernetes-node.json"),
         "cuda": _item(evidence, "cuda-check.txt"),
         "container": _item(evidence, "container-gpus.txt"),
@@ -1210,10 +1226,19 @@ def bandwidth_gate(hardware):
 
 
 def bandwidth_member(node, rack, evidence, hardware):
-    """What the bandwidth passes plan with for a node: {node, rack, rails (its active InfiniBand ports), gate_gbps}."""
-    devices = read_state(evidence)["infiniband"]["devices"]
-    return {"node": node, "rack": rack, "rails": acceptance_pairs.rails_of(devices),
-            "gate_gbps": bandwidth_gate(hardware)[0]}  # fmt: skip
+    """What the bandwidth passes plan with for a node: {node, rack, fabric (the profile's link layer), rails (its
+    active ports on it), gate_gbps, gid_index (RoCE: the rdma_fabric stage's; None on InfiniBand), problem (why the
+    node cannot take part, or None)}. A RoCE node whose GID index is unknown has no rails: perftest would pick a GID
+    that may not route."""
+    state = read_state(evidence)
+    fabric = ((hardware or {}).get("infiniband") or {}).get("link_layer") or "InfiniBand"
+    rails = acceptance_pairs.rails_of(state["infiniband"]["devices"], fabric)
+    gid_index, problem = None, None
+    if fabric == "Ethernet":
+        gid_index, problem = state["rdma_fabric"]["gid_index"], state["rdma_fabric"]["why"]
+        rails = rails if gid_index is not None else []
+    return {"node": node, "rack": rack, "fabric": fabric, "rails": rails, "gate_gbps": bandwidth_gate(hardware)[0],
+            "gid_index": gid_index, "problem": problem}  # fmt: skip
 
 
 def _rail_words(rail, found):
@@ -1241,7 +1266,12 @@ def check_fabric_bandwidth(state, hardware, gate_values):
         return _outcome("ERROR", f"the bandwidth record is unreadable: {error!r}", None, gate_text, "tool_failed",
                         evidence)  # fmt: skip
     if not found:
-        return _outcome("ERROR", "no active InfiniBand port to measure", None, gate_text, "port_down", evidence)
+        mine = next((m for m in record["members"] if m.get("node") == record["node"]), {})
+        if mine.get("problem"):
+            return _outcome("ERROR", f"ib_write_bw cannot run on RoCE without the GID index: {mine['problem']}", None,
+                            gate_text, "roce_gid_unknown", evidence)  # fmt: skip
+        kind = PORT_KINDS.get((hardware.get("infiniband") or {}).get("link_layer"), "RDMA")
+        return _outcome("ERROR", f"no active {kind} port to measure", None, gate_text, "port_down", evidence)
     value = {rail: [{k: r[k] for k in ("partner", "role", "client_gbps", "server_gbps")} for r in f["runs"]]
              for rail, f in found.items()}  # fmt: skip
     by = {status: [r for r, f in found.items() if f["outcome"] == status] for status in acceptance_pairs.OUTCOMES}
@@ -1490,12 +1520,6 @@ def _ports(hardware):
     return None if hardware["infiniband"]["ports"] > 0 else "the profile has no RDMA ports"
 
 
-def _ib_bandwidth(hardware):
-    return _ports(hardware) or (None if hardware["infiniband"].get("link_layer") == "InfiniBand" else
-                                "the profile's ports are not InfiniBand: the pair tests measure InfiniBand ports "
-                                "(a RoCE port's ib_write_bw needs its GID index: not measured yet)")  # fmt: skip
-
-
 def _nccl(hardware):
     return None if hardware["gpu"]["count"] > 1 else "NCCL's single-node test needs two GPUs or more"
 
@@ -1533,7 +1557,7 @@ CHECKS = {
     "driver.fabric_manager": ("Fabric manager at the driver's version", _nvswitch, check_driver_fabric_manager, True),
     "fabric.ports": ("RDMA ports active at rate", _ports, check_fabric_ports, True),
     "fabric.counters": ("RDMA port error counters", _ports, check_fabric_counters, True),
-    "fabric.bandwidth": ("ib_write_bw per port between node pairs", _ib_bandwidth, check_fabric_bandwidth, True),
+    "fabric.bandwidth": ("ib_write_bw per port between node pairs", _ports, check_fabric_bandwidth, True),
     "inventory.vbios": ("GPU VBIOS versions", _gpus, check_inventory_vbios, True),
     "inventory.hca_firmware": ("RDMA adapter firmware", _ports, check_inventory_hca_firmware, True),
     "nccl.single_node": ("NCCL all_reduce bus bandwidth, one node", _nccl, check_nccl_single_node, _has_nccl_gate),

@@ -142,6 +142,14 @@ SOURCES = {
         "(kernel log 'Cable error, Power budget exceeded') showed as rx_crc_errors_phy and rx_symbol_err_phy in the "
         "millions (tests/fixtures/SOURCES.md, ethtool)."
     ),
+    "rdma_fabric_roce": (
+        "linux-rdma/perftest src/perftest_parameters.c at commit fdf716b1344cd9ddf07700a6a5a1dc3440d67891, usage: "
+        "'-x, --gid-index=<index> Test uses GID with GID index (Default : IB - no gid . ETH - 0)': on RoCE perftest "
+        "takes GID 0 unless told, a RoCE v1 or link-local entry that does not route between subnets; NVIDIA, NCCL "
+        "environment variables, NCCL_IB_GID_INDEX 'Defines the Global ID index used in RoCE mode'. The rdma_fabric "
+        "stage chooses the index (module_utils rdma_fabric.roce_gid_index: the RoCE v2 entry of an IPv4 address) and "
+        "records it for NCCL."
+    ),
     "ofa_error_counters": (
         "OpenFabrics Alliance wiki, Overview of Error Counters, "
         "https://www.openfabrics.org/mediawiki/index.php/Overview_of_Error_Counters: LinkDowned 'Usually associated "
@@ -460,6 +468,14 @@ FAULTS = {
         "the switch port's counters too, then clear them (perfquery -R) and rerun.",
         "ofa_error_counters",
         "RDMA port link flapping",
+    ),
+    "roce_gid_unknown": _fault(
+        "low",
+        "Run the rdma_fabric stage on this node (it records the RoCE GID index NCCL and perftest use), or set "
+        "rdma_fabric_gid_index where the node's GID table holds several RoCE v2 entries, then rerun the acceptance "
+        "stage.",
+        "rdma_fabric_roce",
+        "RoCE GID index not known",
     ),
     "roce_errors_rising": _fault(
         "high",

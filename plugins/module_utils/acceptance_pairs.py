@@ -9,8 +9,9 @@ second pass, and judged by that test alone (the two-pass isolation of Google's c
 passed at all, the unresolved pair among themselves first to find one. Tests run in rounds where no node is in two
 tests at once.
 
-Everything is decided per rail (an InfiniBand port index: port i of one node talks to port i of the other), since a
-node with one bad port is good on the others. Pure functions; the controller calls them (acceptance_pairs filter).
+Everything is decided per rail (an RDMA port index: port i of one node talks to port i of the other), since a
+node with one bad port is good on the others, and per fabric (link layer: InfiniBand nodes pair with InfiniBand
+nodes, RoCE nodes with RoCE nodes). Pure functions; the controller calls them (acceptance_pairs filter).
 """
 
 from __future__ import annotations
@@ -151,19 +152,29 @@ def next_pass(members, tests_by_rail):
 BASE_PORT = 18515
 
 
-def rails_of(devices):
-    """A node's rails: its active InfiniBand ports' adapters (port 1: a ConnectX adapter is one port per device),
-    sorted, from infiniband.merge's devices."""
+def rails_of(devices, link_layer="InfiniBand"):
+    """A node's rails: the adapters of its active ports on the fabric's link layer (port 1: a ConnectX adapter is one
+    port per device), sorted, from infiniband.merge's devices."""
     return sorted(
         d["name"]
         for d in devices or []
         for p in d.get("ports") or []
-        if p.get("port") == 1 and p.get("state") == "active" and p.get("link_layer") == "InfiniBand"
+        if p.get("port") == 1 and p.get("state") == "active" and p.get("link_layer") == link_layer
     )
 
 
 def _member_map(members):
     return {m["node"]: m for m in members}
+
+
+def _fabric(member):
+    return member.get("fabric") or "InfiniBand"
+
+
+def _same_fabric(members, node):
+    """The members on the node's fabric (its link layer): an InfiniBand port never measures with a RoCE one."""
+    mine = next((_fabric(m) for m in members if m["node"] == node), None)
+    return [m for m in members if _fabric(m) == mine]
 
 
 def _all_rails(members):
@@ -201,8 +212,12 @@ def plan(members, entries, pass_number):
     """The pairs of this pass and their rounds: [{host: {role (client or server), partner, rails [{device, port}]}}]
     per round, where rails are those both nodes have, each on its own TCP port."""
     testable = [m for m in members if m["rails"]]
-    racks = [(m["node"], m["rack"]) for m in testable]
-    found = first_pass(racks) if pass_number == 1 else next_pass(racks, rail_tests(testable, entries))
+    found = []
+    # Each fabric pairs on its own; their nodes differ, so their tests share the rounds.
+    for fabric in dict.fromkeys(_fabric(m) for m in testable):
+        group = [m for m in testable if _fabric(m) == fabric]
+        racks = [(m["node"], m["rack"]) for m in group]
+        found += first_pass(racks) if pass_number == 1 else next_pass(racks, rail_tests(group, entries))
     by_node = _member_map(members)
     ports = {rail: BASE_PORT + i for i, rail in enumerate(_all_rails(members))}
     rounds = []
@@ -221,6 +236,7 @@ def node_outcome(node, members, entries):
     """This node's bandwidth on each rail of the run, from the whole run's tests: {rail: {outcome, failed_with (good
     nodes it failed with), has_rail, runs: [{partner, partner_has_rail, role, client_gbps, server_gbps, passed}]}};
     {} for a node with no rail."""
+    members = _same_fabric(members, node)
     by_node = _member_map(members)
     if not by_node.get(node, {}).get("rails"):
         return {}
@@ -269,9 +285,10 @@ def entries_of(roles, clients, servers, pass_number):
 def record(node, members, entries, why_not=None):
     """One node's evidence of the run's bandwidth passes (every node keeps the whole run's: its outcome depends on
     whether its partners passed with others): {node, members, entries}, or {skipped: why} where no test could run."""
-    testable = [m for m in members if m["rails"]]
+    testable = [m for m in _same_fabric(members, node) if m["rails"]]
     if why_not is None and node in [m["node"] for m in testable] and len(testable) < 2:
-        why_not = "no other node with an active InfiniBand port in this run: run the stage on two nodes or more"
+        why_not = ("no other node with an active port on its fabric in this run: run the stage on two nodes or more "
+                   "of one fabric")  # fmt: skip
     if why_not:
         return {"skipped": why_not}
     return {"node": node, "members": members, "entries": entries}

@@ -16,7 +16,8 @@ description:
     C(systemctl show) of the persistence daemon and fabric manager, the installed packages (C(dpkg-query -W) or
     C(rpm -qa)), C(dmidecode -t system -t bios) - and snapshots of the files the collection's sysfs parsers read
     (C(/sys/class/infiniband); C(/sys/bus/pci/devices) where lspci is not installed), the driver's version files, the
-    NVML library the dynamic linker finds, and the nccl_tests stage's kept measurement.
+    NVML library the dynamic linker finds, the nccl_tests stage's kept measurement and the rdma_fabric stage's state
+    (the RoCE GID index).
   - Where DCGM is installed, C(dcgmi diag -r <dcgm_level> -j) runs (level 1, its deployment checks, by default;
     about 10 seconds), stopped after O(dcgm_timeout) seconds.
   - Every active InfiniBand port's counters are read twice with C(perfquery -x -C <adapter> -P <port>) (64-bit
@@ -112,8 +113,8 @@ evidence:
     One item per evidence file name (C(nvidia-smi-query.xml), C(nvidia-smi-topo.txt), C(nvidia-smi-nvlink.txt),
     C(lspci.txt), C(sysfs-pci.json), C(ibstat.txt), C(sysfs-infiniband.json), C(kernel-log.txt), C(dkms-status.txt),
     C(driver-files.json), C(systemd-units.txt), C(packages.txt), C(dmidecode.txt), C(nccl-tests-results.json),
-    C(perfquery.json), C(ethtool.json) and C(rdma-link.txt) (where the node has RoCE ports), C(dcgm-diag.json),
-    C(cuda-check.txt), C(container-gpus.txt)). A
+    C(rdma-fabric-state.json), C(perfquery.json), C(ethtool.json) and C(rdma-link.txt) (where the node has RoCE
+    ports), C(dcgm-diag.json), C(cuda-check.txt), C(container-gpus.txt)). A
     command's item has C(cmd), C(rc), C(stdout), C(stderr) and C(truncated); a missing tool's C(tool) and
     C(missing=true); one not run C(skipped) (why). C(kernel-log.txt) also has C(source) (journal or dmesg) and
     C(fallback) (why the journal was not used). Snapshots are JSON text in C(stdout) with C(rc) 0;
@@ -386,6 +387,7 @@ def gather(module):
     evidence["packages.txt"] = packages(collector)
     evidence["dmidecode.txt"] = collector.run("dmidecode", ["-t", "system", "-t", "bios"])
     evidence["nccl-tests-results.json"] = collector.file(acceptance_evidence.NCCL_RESULTS)
+    evidence["rdma-fabric-state.json"] = collector.file(acceptance_evidence.RDMA_FABRIC_STATE)
     evidence["dcgm-diag.json"] = dcgm_diag(collector, module.params["dcgm_level"], module.params["dcgm_timeout"])
     live = own_kernel()
     p = module.params

@@ -52,6 +52,11 @@ sys.exit(entry.get("rc", 0))
 """
 
 
+ROCE_CLIENT = FIXTURES / "perftest" / "ib-write-bw-roce400-h200-client.derived.txt"
+ROCE_DIED = FIXTURES / "perftest" / "ib-write-bw-roce400-h200-sweep-failed.txt"
+ROCE_RAILS = [("mlx5_0", True, 381.41), ("mlx5_3", False, 381.41)]
+
+
 def counters_read_twice(item, ports):
     """perfquery.json holds two reads of every port, at least the interval apart, each the capture's text."""
     data = json.loads(item["stdout"])
@@ -227,6 +232,24 @@ CASES = {
         {"device": "mlx5_0", "server": "10.0.0.2"},
         {"ib_write_bw": {PERFTEST: FIXTURES / "perftest" / "perftest-273-write-bw-post-list-gbits.txt"}},
         ok(lambda r: r["ok"] is True and r["average_gbps"] == 0.48),
+    ),
+    # RoCE: every rail of a client with the node's GID index; the 400G RoCE sweep that died after its 65536-byte row
+    # is no result, whatever its rows measured.
+    "perftest_roce_rails": (
+        "perftest_bw",
+        {
+            "rails": [{"device": "mlx5_0", "port": 18515}, {"device": "mlx5_3", "port": 18516}],
+            "server": "10.0.0.2",
+            "gid_index": 3,
+            "duration": 5,
+        },
+        {
+            "ib_write_bw": {
+                "-d mlx5_0 -D 5 -s 65536 -p 18515 -F --report_gbits -x 3 10.0.0.2": ROCE_CLIENT,
+                "-d mlx5_3 -D 5 -s 65536 -p 18516 -F --report_gbits -x 3 10.0.0.2": (ROCE_DIED, 1),
+            }
+        },
+        ok(lambda r: [(x["device"], x["ok"], x["average_gbps"]) for x in r["rails"]] == ROCE_RAILS),
     ),
     "perftest_no_device": (
         "perftest_bw",

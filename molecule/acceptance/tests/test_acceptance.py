@@ -50,7 +50,6 @@ L40S = (
         "gpu.nvlink": "SKIPPED",
         "gpu.fabric": "SKIPPED",
         "driver.fabric_manager": "SKIPPED",
-        "fabric.bandwidth": "SKIPPED",
         "nccl.single_node": "SKIPPED",
         "nccl.pairs": "SKIPPED",
     }
@@ -179,6 +178,27 @@ def test_the_simulation_presents_the_installed_driver() -> None:
     adapters = {a["name"]: (a["firmware"], a["psid"]) for a in h100["inventory"]["rdma_adapters"]}
     assert adapters == {**{f"mlx5_{n}": ("28.41.1000", None) for n in (0, 1, 4, 5, 6, 7, 8, 9)},
                         "mlx5_bond_0": ("32.38.3056", None)}  # fmt: skip
+
+
+def test_roce_nodes_measure_with_each_other_on_their_gid_index() -> None:
+    """The two RoCE nodes pair with each other, never with an InfiniBand node, and run ib_write_bw with the GID index
+    the rdma_fabric stage recorded (prepare): 381.41 Gb/s on both rails, above 90 % of 400."""
+    for name, partner in (("l40s", "l40s-roce-errors"), ("l40s-roce-errors", "l40s")):
+        found = {c["id"]: c for c in node(name)["checks"]}["fabric.bandwidth"]
+        assert found["reason"] == "2 port(s) at or above the gate, the slowest 381.41 Gb/s", found
+        assert {run["partner"] for runs in found["value"].values() for run in runs} == {partner}
+    record = json.loads((runs()[0] / "evidence" / "l40s" / "ib-write-bw.json").read_text())
+    members = {m["node"]: m for m in record["members"]}
+    assert (members["l40s"]["fabric"], members["l40s"]["gid_index"], members["l40s"]["rails"]) == (
+        "Ethernet", 3, ["mlx5_0", "mlx5_3"])  # fmt: skip
+    assert (members["h100"]["fabric"], members["h100"]["gid_index"]) == ("InfiniBand", None)
+    roce = {"l40s", "l40s-roce-errors"}
+    for entry in record["entries"]:
+        assert ({entry["client"], entry["server"]} <= roce) or not ({entry["client"], entry["server"]} & roce), entry
+        for rail in entry["rails"].values():
+            for end in rail.values():
+                if end and {entry["client"], entry["server"]} <= roce:
+                    assert end["cmd"][end["cmd"].index("-x") + 1] == "3", end
 
 
 def test_the_documents_follow_their_schemas() -> None:

@@ -197,10 +197,15 @@ def test_the_bandwidth_members_from_each_nodes_own_view():
             "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"}}  # fmt: skip
     roce = {**h100, "infiniband": {**h100["infiniband"], "link_layer": "Ethernet"}}
     read = {"evidence": {}}
-    expected = {"node": "a", "rack": "rack_a", "rails": [], "gate_gbps": 380}
+    expected = {"node": "a", "rack": "rack_a", "fabric": "InfiniBand", "rails": [], "gate_gbps": 380, "gid_index": None,
+                "problem": None}  # fmt: skip
     assert member("a", read, h100, ["rack_b", "rack_a"]) == expected
     assert member("a", read, {**h100, "gates": {"ib_write_bw_gbps": 300}}, [])["gate_gbps"] == 300
-    assert member("b", read, roce, ["rack_a"]) is None
+    # A RoCE node takes part too; without the rdma_fabric stage's GID index it has no rails, and says why.
+    found = member("b", read, roce, ["rack_a"])
+    assert (found["fabric"], found["rails"], found["gid_index"]) == ("Ethernet", [], None)
+    assert found["problem"].startswith("no rdma_fabric state (/var/lib/gpuops/rdma_fabric/state.json)")
+    assert member("b", read, {**h100, "infiniband": {"ports": 0}}, ["rack_a"]) is None
     assert member("c", {"failed": True}, h100, ["rack_a"]) is None
     hostvars = {"a": {"__acceptance_bw_member": member("a", read, h100, ["rack_a"])}, "b": {}, "c": {
         "__acceptance_bw_member": None}}  # fmt: skip

@@ -60,6 +60,10 @@ NDR = {"client": "perftest/ib-write-bw-ndr-cx7-client-gbits.txt",
        "server": "perftest/ib-write-bw-ndr-server.derived.txt"}  # fmt: skip
 HALF = {"client": "perftest/ib-write-bw-ndr-cx7-client-half-rate.derived.txt",
         "server": "perftest/ib-write-bw-ndr-server-half-rate.derived.txt"}  # fmt: skip
+# The 4x L40S profile's RoCE rails and a 400G RoCE run (an H200 node's, GID index 3): 381.41 Gb/s both ends.
+ROCE_RAILS = ["mlx5_0", "mlx5_3"]
+ROCE_400 = {"client": "perftest/ib-write-bw-roce400-h200-client.derived.txt",
+            "server": "perftest/ib-write-bw-roce400-server.derived.txt"}  # fmt: skip
 
 
 # A Node object as the Kubernetes API returns it (the fields the checks read; the k8s_node stage's labels), with the
@@ -88,13 +92,17 @@ def bw_run(capture):
     return {"ok": True, "exit_code": 0, "average_gbps": parsed["average_gbps"], "messages": []}
 
 
-def bandwidth_record(node="n1", nodes=4, slow=(), rails=None, passes=3, slow_pairs=()):
+def bandwidth_record(node="n1", nodes=4, slow=(), rails=None, passes=3, slow_pairs=(), roce=False):
     """The run's ib_write_bw record as the stage keeps it, its passes planned by acceptance_pairs: slow is the
     (node, rail)s whose end reports half the rate, slow_pairs the ((node, node), rail)s whose runs together do; rails
-    the nodes' rails where they differ from RAILS."""
+    the nodes' rails where they differ from RAILS. roce: the L40S nodes' two RoCE rails at GID index 3 and the 400G
+    RoCE run's 381.41 Gb/s instead."""
     slow_pairs = {(frozenset(pair), rail) for pair, rail in slow_pairs}
     names = [f"n{i}" for i in range(1, nodes + 1)]
-    members = [{"node": n, "rack": "r1", "rails": (rails or {}).get(n, RAILS), "gate_gbps": 380} for n in names]
+    fabric = {"fabric": "Ethernet", "gid_index": 3} if roce else {"fabric": "InfiniBand", "gid_index": None}
+    members = [{"node": n, "rack": "r1", "rails": (rails or {}).get(n, ROCE_RAILS if roce else RAILS),
+                "gate_gbps": 360 if roce else 380, **fabric, "problem": None} for n in names]  # fmt: skip
+    healthy = ROCE_400 if roce else NDR
     entries = []
     for number in range(1, passes + 1):
         for roles in acceptance_pairs.plan(members, entries, number)["rounds"]:
@@ -105,7 +113,7 @@ def bandwidth_record(node="n1", nodes=4, slow=(), rails=None, passes=3, slow_pai
                 pair = frozenset((client, server))
                 entries.append({"pass": number, "client": client, "server": server, "rails": {
                     r["device"]: {end: bw_run((HALF if (host, r["device"]) in slow or (pair, r["device"]) in slow_pairs
-                                               else NDR)[end])
+                                               else healthy)[end])
                                   for end, host in (("client", client), ("server", server))}
                     for r in role["rails"]}})  # fmt: skip
     return {"node": node, "members": members, "entries": entries}
@@ -710,6 +718,52 @@ def test_a_node_with_both_kinds_of_port_names_both():
     assert found["evidence"] == ["perfquery.json", "ethtool.json"]
 
 
+@pytest.mark.parametrize(
+    ("state", "gid_index", "why"),
+    [
+        ('{"link_layer": "Ethernet", "gid_index": 3}', 3, None),
+        ('{"link_layer": "Ethernet", "gid_index": 0}', 0, None),
+        (
+            '{"link_layer": "Ethernet", "gid_index": null}',
+            None,
+            "the rdma_fabric stage recorded no RoCE GID index (gid_index null; rdma_fabric_gid_index sets one)",
+        ),
+        ('{"gid_index": true}', None, "the rdma_fabric stage recorded no RoCE GID index (gid_index true;"),
+        ('{"gid_index": 256}', None, "the rdma_fabric stage recorded no RoCE GID index (gid_index 256;"),
+        ('{"gid_index": "3"}', None, 'the rdma_fabric stage recorded no RoCE GID index (gid_index "3";'),
+        ("[3]", None, "no rdma_fabric state (/var/lib/gpuops/rdma_fabric/state.json): it is unreadable"),
+        (
+            None,
+            None,
+            "no rdma_fabric state (/var/lib/gpuops/rdma_fabric/state.json): the rdma_fabric stage has not run here",
+        ),
+    ],
+)
+def test_the_roce_gid_index_is_the_rdma_fabric_stages(state, gid_index, why):
+    item = run(state) if state is not None else {"path": "x", "missing": True}
+    found = acceptance.read_state({"rdma-fabric-state.json": item})["rdma_fabric"]
+    assert found["gid_index"] == gid_index
+    assert (found["why"] or "").startswith(why or "")
+
+
+def test_a_roce_node_without_its_gid_index_cannot_measure():
+    record = bandwidth_record(nodes=2, roce=True)
+    record["members"][0] |= {"rails": [], "gid_index": None, "problem": "no rdma_fabric state (x): the rdma_fabric "
+                             "stage has not run here"}  # fmt: skip
+    items = evidence(query="nvidia_smi/l40s-x4.derived.xml", bandwidth=record)
+    found = check(acceptance.node_results("n1", L40S, items), "fabric.bandwidth")
+    assert (found["status"], found["fault"], found["severity"]) == ("ERROR", "roce_gid_unknown", "low")
+    assert found["reason"] == ("ib_write_bw cannot run on RoCE without the GID index: no rdma_fabric state (x): the "
+                               "rdma_fabric stage has not run here")  # fmt: skip
+    assert found["action"].startswith("Run the rdma_fabric stage on this node")
+
+
+def test_roce_nodes_measure_at_90_percent_of_their_rate():
+    found = check(judge(hardware=L40S, bandwidth=bandwidth_record(nodes=2, roce=True)), "fabric.bandwidth")
+    assert (found["status"], found["gate"]) == ("PASS", "360.0 Gb/s per port (90 % of the port rate), both ends")
+    assert found["reason"] == "2 port(s) at or above the gate, the slowest 381.41 Gb/s"
+
+
 def test_no_active_roce_port_names_the_kind():
     found = roce(first={}, second={})
     assert (found["status"], found["fault"]) == ("ERROR", "not_reported")
@@ -1045,8 +1099,7 @@ def test_the_verdict_of_each_status(required, found, verdict):
 
 def test_the_profile_and_the_operator_choose_the_required_checks():
     assert acceptance.required_checks(L40S) == [i for i in acceptance.CHECKS if i not in (
-        "gpu.nvlink", "gpu.fabric", "gpu.dcgm", "driver.fabric_manager", "fabric.bandwidth", "nccl.single_node",
-        "nccl.pairs")]  # fmt: skip
+        "gpu.nvlink", "gpu.fabric", "gpu.dcgm", "driver.fabric_manager", "nccl.single_node", "nccl.pairs")]  # fmt: skip
     assert acceptance.required_checks({**L40S, "acceptance": {"required": ["gpu.count"]}}) == ["gpu.count"]
     assert acceptance.required_checks(L40S, required=["gpu.model"]) == ["gpu.model"]
     assert "gpu.xid" not in acceptance.required_checks(H100, optional=["gpu.xid"])

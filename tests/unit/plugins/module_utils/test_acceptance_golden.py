@@ -66,6 +66,7 @@ L40S_EVIDENCE = {
     "fm_package": None,
     "ibstat": "infiniband/ibstat/gpud-h100-roce-2port.derived.txt",
     "counters": ({}, {}),
+    "bandwidth": bandwidth_record(nodes=2, roce=True),
     "replace": {"ethtool.json": run(json.dumps({"interval_s": 10.0, "samples": [ROCE_READ, ROCE_READ]}))},
     "dcgm": {"tool": "dcgmi", "missing": True},
     "cuda": IN_CONTAINER,

@@ -216,3 +216,40 @@ def test_rail_tests_need_both_ends_at_the_lower_gate():
         # n3 has no mlx5_1: its pair's test on it fails.
         "mlx5_1": [("n1", "n2", True), ("n1", "n3", False)],
     }
+
+
+def test_roce_rails_are_the_active_ethernet_ports():
+    devices = [
+        {"name": "mlx5_3", "ports": [{"port": 1, "state": "active", "link_layer": "Ethernet"}]},
+        {"name": "mlx5_0", "ports": [{"port": 1, "state": "active", "link_layer": "Ethernet"}]},
+        {"name": "mlx5_1", "ports": [{"port": 1, "state": "active", "link_layer": "InfiniBand"}]},
+        {"name": "mlx5_2", "ports": [{"port": 1, "state": "polling", "link_layer": "Ethernet"}]},
+    ]
+    assert pairs.rails_of(devices, "Ethernet") == ["mlx5_0", "mlx5_3"]
+
+
+def roce(node, rack="r1"):
+    return {**member(node, rack=rack), "fabric": "Ethernet", "gid_index": 3}
+
+
+def test_each_fabric_pairs_on_its_own_and_shares_the_rounds():
+    """An InfiniBand rail never measures with a RoCE one of the same name: the fabrics pair apart, their pairs in the
+    same rounds (their nodes differ); a member without a fabric is an InfiniBand one (records of earlier runs)."""
+    members = [member("n1"), roce("r1"), member("n2"), roce("r2"), roce("r3")]
+    found = pairs.plan(members, [], 1)
+    assert found["pairs"] == [["n1", "n2"], ["r1", "r2"], ["r3", "r1"]]
+    assert [sorted(r) for r in found["rounds"]] == [["n1", "n2", "r1", "r2"], ["r1", "r3"]]
+
+
+def test_a_nodes_outcome_and_record_count_its_fabric_only():
+    members = [member("n1"), member("n2"), roce("r1")]
+    entries = [{"client": "n1", "server": "n2", "rails": {r: {"client": run(), "server": run()}
+                                                          for r in ("mlx5_0", "mlx5_1")}}]  # fmt: skip
+    assert {r: f["outcome"] for r, f in pairs.node_outcome("n1", members, entries).items()} == dict.fromkeys(
+        ("mlx5_0", "mlx5_1"), "PASS")  # fmt: skip
+    # The RoCE node is alone on its fabric: the InfiniBand nodes are no partners for it.
+    assert pairs.record("r1", members, entries) == {
+        "skipped": "no other node with an active port on its fabric in this run: run the stage on two nodes or more "
+        "of one fabric"
+    }
+    assert pairs.record("n1", members, entries)["node"] == "n1"

@@ -66,3 +66,22 @@ def test_results_at_100_200_and_400_gbits(capture, average, rows, device):
     parsed = perftest.parse_write_bw((FIXTURES / capture).read_text())
     assert (parsed["average_gbps"], len(parsed["rows"]), parsed["device"]) == (average, rows, device)
     assert parsed["link_type"] == "IB"
+
+
+@pytest.mark.parametrize(
+    ("capture", "average", "rows", "gid_index"),
+    [
+        # Four QPs through rdma_cm at GID index 3, a 100G-class RoCE port.
+        ("ib-write-bw-roce-oke-q4-client-gbits.txt", 98.01, 1, 3),
+        # A 400G-class RoCE sweep that dies after its 65536-byte row: the failure lines are no rows.
+        ("ib-write-bw-roce400-h200-sweep-failed.txt", 381.41, 16, 3),
+        ("ib-write-bw-roce400-h200-client.derived.txt", 381.41, 16, 3),
+        ("ib-write-bw-roce400-server.derived.txt", 381.41, 1, 3),
+        # GID index 0 on a port whose GIDs are all zero: no QP reaches RTR, no table.
+        ("ib-write-bw-roce-gid0-rtr-failed.txt", None, 0, 0),
+    ],
+)
+def test_roce_results_name_their_gid_index(capture, average, rows, gid_index):
+    parsed = perftest.parse_write_bw((FIXTURES / capture).read_text())
+    assert (parsed["average_gbps"], len(parsed["rows"]), parsed["gid_index"]) == (average, rows, gid_index)
+    assert parsed["link_type"] == "Ethernet"
