@@ -1225,11 +1225,38 @@ def bandwidth_gate(hardware):
     return round(rate * 0.9, 2), "90 % of the port rate"
 
 
+# A GPU that shares a PCIe switch with the NIC (topo -m: PIX, one switch; PXB, several): the only GPUs NCCL moves
+# network data to directly by default (its GPUDirect RDMA level, NCCL_NET_GDR_LEVEL, is PXB). Further away the
+# traffic crosses the host bridge or the CPUs, and GPU memory would measure that path, not the port.
+GPUDIRECT_PATHS = ("PIX", "PXB")
+
+
+def rail_gpus(evidence, rails):
+    """{rail: the index of its nearest GPU} for the rails a GPU shares a PCIe switch with (nvidia-smi topo -m; the
+    lowest index of equally near ones), where ib_write_bw measures from GPU memory if its perftest has CUDA. nvidia-smi
+    numbers GPUs in PCI bus order, as CUDA does for a node's identical GPUs (perftest's --use_cuda takes CUDA's)."""
+    text = _text(_item(evidence, "nvidia-smi-topo.txt"))
+    try:
+        topology = nvidia_smi.parse_topology(text) if text else None
+    except nvidia_smi.NvidiaSmiParseError:
+        topology = None
+    found = {}
+    for rail in rails:
+        near = [
+            (GPUDIRECT_PATHS.index(links[rail]), int(gpu[3:]))
+            for gpu, links in ((topology or {}).get("nic_affinity") or {}).items()
+            if links.get(rail) in GPUDIRECT_PATHS and gpu[3:].isdigit()
+        ]
+        if near:
+            found[rail] = min(near)[1]
+    return found
+
+
 def bandwidth_member(node, rack, evidence, hardware):
     """What the bandwidth passes plan with for a node: {node, rack, fabric (the profile's link layer), rails (its
-    active ports on it), gate_gbps, gid_index (RoCE: the rdma_fabric stage's; None on InfiniBand), problem (why the
-    node cannot take part, or None)}. A RoCE node whose GID index is unknown has no rails: perftest would pick a GID
-    that may not route."""
+    active ports on it), gpus (rail_gpus), gate_gbps, gid_index (RoCE: the rdma_fabric stage's; None on InfiniBand),
+    problem (why the node cannot take part, or None)}. A RoCE node whose GID index is unknown has no rails: perftest
+    would pick a GID that may not route."""
     state = read_state(evidence)
     fabric = ((hardware or {}).get("infiniband") or {}).get("link_layer") or "InfiniBand"
     rails = acceptance_pairs.rails_of(state["infiniband"]["devices"], fabric)
@@ -1237,8 +1264,8 @@ def bandwidth_member(node, rack, evidence, hardware):
     if fabric == "Ethernet":
         gid_index, problem = state["rdma_fabric"]["gid_index"], state["rdma_fabric"]["why"]
         rails = rails if gid_index is not None else []
-    return {"node": node, "rack": rack, "fabric": fabric, "rails": rails, "gate_gbps": bandwidth_gate(hardware)[0],
-            "gid_index": gid_index, "problem": problem}  # fmt: skip
+    return {"node": node, "rack": rack, "fabric": fabric, "rails": rails, "gpus": rail_gpus(evidence, rails),
+            "gate_gbps": bandwidth_gate(hardware)[0], "gid_index": gid_index, "problem": problem}  # fmt: skip
 
 
 def _rail_words(rail, found):
@@ -1272,8 +1299,8 @@ def check_fabric_bandwidth(state, hardware, gate_values):
                             gate_text, "roce_gid_unknown", evidence)  # fmt: skip
         kind = PORT_KINDS.get((hardware.get("infiniband") or {}).get("link_layer"), "RDMA")
         return _outcome("ERROR", f"no active {kind} port to measure", None, gate_text, "port_down", evidence)
-    value = {rail: [{k: r[k] for k in ("partner", "role", "client_gbps", "server_gbps")} for r in f["runs"]]
-             for rail, f in found.items()}  # fmt: skip
+    value = {rail: [{k: r[k] for k in ("partner", "role", "client_gbps", "server_gbps", "gpudirect")}
+                    for r in f["runs"]] for rail, f in found.items()}  # fmt: skip
     by = {status: [r for r, f in found.items() if f["outcome"] == status] for status in acceptance_pairs.OUTCOMES}
     if by[acceptance_pairs.FAIL]:
         missing = [r for r in by[acceptance_pairs.FAIL] if not found[r]["has_rail"]]
@@ -1300,7 +1327,9 @@ def check_fabric_bandwidth(state, hardware, gate_values):
         return _outcome("WARN", "; ".join(words), value, gate_text, evidence=evidence)
     best = {r: max(min(v for v in (x["client_gbps"], x["server_gbps"]) if v is not None)
                    for x in f["runs"] if x["passed"]) for r, f in found.items()}  # fmt: skip
-    return _outcome("PASS", f"{len(best)} port(s) at or above the gate, the slowest {min(best.values())} Gb/s",
+    gpu = sorted(r for r, f in found.items() if any(x["passed"] and x["gpudirect"] for x in f["runs"]))
+    memory = f"; from GPU memory (GPUDirect RDMA) on {', '.join(gpu)}" if gpu else ""
+    return _outcome("PASS", f"{len(best)} port(s) at or above the gate, the slowest {min(best.values())} Gb/s{memory}",
                     value, gate_text, evidence=evidence)  # fmt: skip
 
 

@@ -209,8 +209,9 @@ def rail_tests(members, entries):
 
 
 def plan(members, entries, pass_number):
-    """The pairs of this pass and their rounds: [{host: {role (client or server), partner, rails [{device, port}]}}]
-    per round, where rails are those both nodes have, each on its own TCP port."""
+    """The pairs of this pass and their rounds: [{host: {role (client or server), partner, rails [{device, port,
+    gpu (where the node has one near the rail)}]}}] per round, where rails are those both nodes have, each on its own
+    TCP port."""
     testable = [m for m in members if m["rails"]]
     found = []
     # Each fabric pairs on its own; their nodes differ, so their tests share the rounds.
@@ -225,9 +226,11 @@ def plan(members, entries, pass_number):
         roles = {}
         for client, server in pairs:
             both = [r for r in by_node[client]["rails"] if r in by_node[server]["rails"]]
-            rails = [{"device": r, "port": ports[r]} for r in both]
-            roles[client] = {"role": "client", "partner": server, "rails": rails}
-            roles[server] = {"role": "server", "partner": client, "rails": rails}
+            for node, role, partner in ((client, "client", server), (server, "server", client)):
+                # Each end from its own GPU near the rail, where it has one.
+                gpus = by_node[node].get("gpus") or {}
+                rails = [{"device": r, "port": ports[r], **({"gpu": gpus[r]} if r in gpus else {})} for r in both]
+                roles[node] = {"role": role, "partner": partner, "rails": rails}
         rounds.append(roles)
     return {"pairs": [list(p) for p in found], "rounds": rounds}
 
@@ -258,6 +261,8 @@ def node_outcome(node, members, entries):
                 "role": "client" if client else "server",
                 "client_gbps": (ends.get("client") or {}).get("average_gbps"),
                 "server_gbps": (ends.get("server") or {}).get("average_gbps"),
+                # Both ends from GPU memory: what the perftest_bw results say ran.
+                "gpudirect": all(bool((ends.get(end) or {}).get("gpudirect")) for end in ("client", "server")),
                 "passed": _passed(by_node[entry["client"]], by_node[entry["server"]], entry, rail),
             })  # fmt: skip
         found[rail] = {"outcome": outcome, "failed_with": failed_with, "has_rail": rail in by_node[node]["rails"],

@@ -197,8 +197,8 @@ def test_the_bandwidth_members_from_each_nodes_own_view():
             "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"}}  # fmt: skip
     roce = {**h100, "infiniband": {**h100["infiniband"], "link_layer": "Ethernet"}}
     read = {"evidence": {}}
-    expected = {"node": "a", "rack": "rack_a", "fabric": "InfiniBand", "rails": [], "gate_gbps": 380, "gid_index": None,
-                "problem": None}  # fmt: skip
+    expected = {"node": "a", "rack": "rack_a", "fabric": "InfiniBand", "rails": [], "gpus": {}, "gate_gbps": 380,
+                "gid_index": None, "problem": None}  # fmt: skip
     assert member("a", read, h100, ["rack_b", "rack_a"]) == expected
     assert member("a", read, {**h100, "gates": {"ib_write_bw_gbps": 300}}, [])["gate_gbps"] == 300
     # A RoCE node takes part too; without the rdma_fabric stage's GID index it has no rails, and says why.

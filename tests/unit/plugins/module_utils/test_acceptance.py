@@ -1296,7 +1296,41 @@ def test_bandwidth_passes_on_every_rail_at_ndr_rate():
     assert found["reason"] == "8 port(s) at or above the gate, the slowest 392.34 Gb/s"
     assert found["gate"] == "380 Gb/s per port (gate), both ends"
     assert found["value"]["mlx5_4"] == [{"partner": "n2", "role": "client", "client_gbps": 392.34,
-                                         "server_gbps": 392.34}]  # fmt: skip
+                                         "server_gbps": 392.34, "gpudirect": False}]  # fmt: skip
+
+
+def test_each_rail_measures_from_the_gpu_that_shares_its_pcie_switch():
+    """8x H100 with eight NICs (topo -m): NIC i sits on GPU i's switch (PIX); mlx5_8 and mlx5_9, not in the matrix,
+    and a rail whose nearest GPU is across the CPUs get none (host memory)."""
+    items = {"nvidia-smi-topo.txt": run(fixture("nvidia_smi/h100-x8-8nic-sglang.topo.txt"))}
+    assert acceptance.rail_gpus(items, RAILS) == {"mlx5_0": 0, "mlx5_1": 1, "mlx5_4": 4, "mlx5_5": 5, "mlx5_6": 6,
+                                                  "mlx5_7": 7}  # fmt: skip
+    assert acceptance.rail_gpus({"nvidia-smi-topo.txt": run("GPU0 X\n")}, RAILS) == {}
+    assert acceptance.rail_gpus({"nvidia-smi-topo.txt": {"skipped": "no GPU query"}}, RAILS) == {}
+
+
+@pytest.mark.parametrize(("path", "gpu"), [("PIX", 1), ("PXB", 1), ("PHB", None), ("NODE", None), ("SYS", None)])
+def test_a_gpu_is_near_a_rail_through_pcie_switches_only(path, gpu):
+    """GPU0 is across the host bridge from mlx5_0; GPU1 is at the path under test: the nearer of PIX and PXB wins,
+    never a path through the host bridge or the CPUs."""
+    topo = ("        GPU0    GPU1    NIC0    CPU Affinity    NUMA Affinity\n"
+            "GPU0     X      NV18    PHB     0-47    0\n"
+            f"GPU1    NV18     X      {path}     0-47    0\n"
+            f"NIC0    PHB     {path}      X\n\nNIC Legend:\n\n  NIC0: mlx5_0\n")  # fmt: skip
+    found = acceptance.rail_gpus({"nvidia-smi-topo.txt": run(topo)}, ["mlx5_0"])
+    assert found == ({"mlx5_0": gpu} if gpu is not None else {})
+
+
+def test_a_run_from_gpu_memory_says_so():
+    record = bandwidth_record(nodes=2)
+    for entry in record["entries"]:
+        for ends in entry["rails"].values():
+            for end in ends.values():
+                end["gpudirect"] = True
+    found = check(judge(bandwidth=record), "fabric.bandwidth")
+    assert found["reason"] == ("8 port(s) at or above the gate, the slowest 392.34 Gb/s; from GPU memory (GPUDirect "
+                               "RDMA) on mlx5_0, mlx5_1, mlx5_4, mlx5_5, mlx5_6, mlx5_7, mlx5_8, mlx5_9")  # fmt: skip
+    assert found["value"]["mlx5_0"][0]["gpudirect"] is True
 
 
 @pytest.mark.parametrize(("bad", "partner"), [("n1", "n2"), ("n2", "n1")])

@@ -253,3 +253,23 @@ def test_a_nodes_outcome_and_record_count_its_fabric_only():
         "of one fabric"
     }
     assert pairs.record("n1", members, entries)["node"] == "n1"
+
+
+def test_each_end_of_a_rail_uses_its_own_nearest_gpu():
+    members = [{**member("n1"), "gpus": {"mlx5_0": 0, "mlx5_1": 1}}, {**member("n2"), "gpus": {"mlx5_1": 5}}]
+    rounds = pairs.plan(members, [], 1)["rounds"]
+    assert rounds == [{
+        "n1": {"role": "client", "partner": "n2", "rails": [{"device": "mlx5_0", "port": 18515, "gpu": 0},
+                                                             {"device": "mlx5_1", "port": 18516, "gpu": 1}]},
+        "n2": {"role": "server", "partner": "n1", "rails": [{"device": "mlx5_0", "port": 18515},
+                                                             {"device": "mlx5_1", "port": 18516, "gpu": 5}]},
+    }]  # fmt: skip
+
+
+def test_a_run_is_from_gpu_memory_where_both_ends_were():
+    members = [member("n1"), member("n2")]
+    gpu, host = {**run(), "gpudirect": True}, run()
+    entries = [{"client": "n1", "server": "n2", "rails": {"mlx5_0": {"client": gpu, "server": gpu},
+                                                          "mlx5_1": {"client": gpu, "server": host}}}]  # fmt: skip
+    found = pairs.node_outcome("n1", members, entries)
+    assert [(r, f["runs"][0]["gpudirect"]) for r, f in found.items()] == [("mlx5_0", True), ("mlx5_1", False)]
