@@ -225,36 +225,31 @@ ETHTOOL_LINK_COUNTERS = ("rx_symbol_err_phy", "rx_pcs_symbol_err_phy", "rx_crc_e
 ETHTOOL_FABRIC_COUNTERS = ("rx_discards_phy", "tx_discards_phy", "tx_errors_phy", "rx_undersize_pkts_phy",
                            "rx_fragments_phy", "rx_jabbers_phy", "rx_oversize_pkts_phy", "rx_in_range_len_errors_phy",
                            "rx_out_of_range_len_phy", "tx_pause_storm_error_events")  # fmt: skip
-# Per link layer: the evidence file, the counters (the link's, then the others), and the counter that says the link
-# went down.
+# Per link layer: the evidence file, the tool and its parser, the counters (the link's, then the others), the counter
+# that says the link went down, and what a read without the link's counters lacks.
 PORT_COUNTERS = {
-    "InfiniBand": ("perfquery.json", LINK_ERROR_COUNTERS, FABRIC_ERROR_COUNTERS, "link_downed"),
-    "Ethernet": ("ethtool.json", ETHTOOL_LINK_COUNTERS, ETHTOOL_FABRIC_COUNTERS, "link_down_events_phy"),
-}
+    "InfiniBand": {"file": "perfquery.json", "tool": "perfquery", "parse": infiniband.parse_perfquery,
+                   "link": LINK_ERROR_COUNTERS, "other": FABRIC_ERROR_COUNTERS, "down": "link_downed",
+                   "lacking": "no error counters"},
+    "Ethernet": {"file": "ethtool.json", "tool": "ethtool -S", "parse": ethtool.parse_stats,
+                 "link": ETHTOOL_LINK_COUNTERS, "other": ETHTOOL_FABRIC_COUNTERS, "down": "link_down_events_phy",
+                 "lacking": "none of the physical-layer error counters read "
+                            f"({', '.join(ETHTOOL_LINK_COUNTERS)}: mlx5_core's names)"},
+}  # fmt: skip
 PORT_KINDS = {"InfiniBand": "InfiniBand", "Ethernet": "RoCE"}
 
 
-def _perfquery_read(item, where):
-    """(counters parsed, None) from one perfquery run, or (None, why there are none)."""
+def _counter_read(item, where, layer):
+    """(counters parsed, None) from one read of a port's counters by its layer's tool, or (None, why there are
+    none)."""
+    kind = PORT_COUNTERS[layer]
     text = _text(item)
     if not text or item.get("rc") != 0:
-        return None, _why_not(item, f"perfquery of {where}")
-    parsed = infiniband.parse_perfquery(text)
-    if not set(parsed["counters"]) & set(LINK_ERROR_COUNTERS):
-        return None, f"perfquery of {where} printed no error counters: {parsing.excerpt(text)}"
+        return None, _why_not(item, f"{kind['tool']} of {where}")
+    parsed = kind["parse"](text)
+    if not set(parsed["counters"]) & set(kind["link"]):
+        return None, f"{kind['tool']} of {where} printed {kind['lacking']}: {parsing.excerpt(text)}"
     return parsed, None
-
-
-def _ethtool_read(item, where):
-    """(counters parsed, None) from one ethtool -S run, or (None, why there are none)."""
-    text = _text(item)
-    if not text or item.get("rc") != 0:
-        return None, _why_not(item, f"ethtool -S of {where}")
-    parsed = ethtool.parse_stats(text)
-    if not set(parsed["counters"]) & set(ETHTOOL_LINK_COUNTERS):
-        return None, (f"ethtool -S of {where} printed none of the physical-layer error counters read "
-                      f"({', '.join(ETHTOOL_LINK_COUNTERS)}: mlx5_core's names): {parsing.excerpt(text)}")  # fmt: skip
-    return {"counters": parsed["counters"], "saturated": []}, None
 
 
 def _counters_state(evidence):
@@ -262,13 +257,13 @@ def _counters_state(evidence):
     "error", "layer"}}}; perfquery.json's InfiniBand ports, ethtool.json's RoCE ports), or None when the node side
     collected neither."""
     ports, intervals = {}, []
-    for layer, read in (("InfiniBand", _perfquery_read), ("Ethernet", _ethtool_read)):
-        data = _json(_item(evidence, PORT_COUNTERS[layer][0]))
+    for layer, kind in PORT_COUNTERS.items():
+        data = _json(_item(evidence, kind["file"]))
         samples = data.get("samples") if isinstance(data, dict) else None
         if not isinstance(samples, list) or len(samples) != 2 or not all(isinstance(s, dict) for s in samples):
             continue
         for where in sorted({str(k) for sample in samples for k in sample}):
-            reads = [read(_item(sample, where), where) for sample in samples]
+            reads = [_counter_read(_item(sample, where), where, layer) for sample in samples]
             error = next((why for _parsed, why in reads if why), None)
             ports[where] = {"reads": [parsed for parsed, _why in reads], "error": error, "layer": layer}
         interval = data.get("interval_s")
@@ -1207,7 +1202,8 @@ def _counter_changes(reads, names):
             rising[name] = now - before
         elif now:
             nonzero[name] = now
-    return rising, nonzero, sorted(set(reads[1]["saturated"]) & set(names))
+    # Only perfquery's 32-bit counters saturate; ethtool's are 64 bits wide.
+    return rising, nonzero, sorted(set(reads[1].get("saturated", ())) & set(names))
 
 
 def _counter_list(per_port, sign=""):
@@ -1343,11 +1339,11 @@ def check_fabric_counters(state, hardware, gate_values):
     layer = (hardware.get("infiniband") or {}).get("link_layer")
     if counters is None:
         return _outcome("ERROR", "the port counters were not collected", None, None, "not_reported",
-                        (PORT_COUNTERS.get(layer, PORT_COUNTERS["InfiniBand"])[0],))  # fmt: skip
+                        (PORT_COUNTERS.get(layer, PORT_COUNTERS["InfiniBand"])["file"],))  # fmt: skip
     ports = counters["ports"]
     layers = {port["layer"] for port in ports.values()}
-    evidence = tuple(files[0] for name, files in PORT_COUNTERS.items() if name in layers) or \
-        (PORT_COUNTERS.get(layer, PORT_COUNTERS["InfiniBand"])[0],)  # fmt: skip
+    evidence = tuple(kind["file"] for name, kind in PORT_COUNTERS.items() if name in layers) or \
+        (PORT_COUNTERS.get(layer, PORT_COUNTERS["InfiniBand"])["file"],)  # fmt: skip
     interval = counters["interval_s"]
     gate = {"rise": 0, "interval_s": interval}
     if not ports:
@@ -1356,7 +1352,7 @@ def check_fabric_counters(state, hardware, gate_values):
     rising, nonzero, saturated, link = {}, {}, {}, {}
     for where, port in ports.items():
         if port["error"] is None:
-            _file, own, other, _down = PORT_COUNTERS[port["layer"]]
+            own, other = PORT_COUNTERS[port["layer"]]["link"], PORT_COUNTERS[port["layer"]]["other"]
             rising[where], nonzero[where], saturated[where] = _counter_changes(port["reads"], own + other)
             link[where] = {n: v for n, v in rising[where].items() if n in own}
     rising = {where: values for where, values in rising.items() if values}
@@ -1366,7 +1362,7 @@ def check_fabric_counters(state, hardware, gate_values):
     value = {"rising": rising, "nonzero": nonzero}
     during = f"in {interval:g} s" if interval is not None else "between the two reads"
     if link:
-        flapping = any(PORT_COUNTERS[ports[where]["layer"]][3] in values for where, values in link.items())
+        flapping = any(PORT_COUNTERS[ports[where]["layer"]]["down"] in values for where, values in link.items())
         roce = all(ports[where]["layer"] == "Ethernet" for where in link)
         fault = ("roce_" if roce else "port_") + ("link_flapping" if flapping else "errors_rising")
         return _outcome("FAIL", f"error counters rose {during} while the node was idle: {_counter_list(link, '+')}",
