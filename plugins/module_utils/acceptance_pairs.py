@@ -237,8 +237,8 @@ def plan(members, entries, pass_number):
 
 def node_outcome(node, members, entries):
     """This node's bandwidth on each rail of the run, from the whole run's tests: {rail: {outcome, failed_with (good
-    nodes it failed with), has_rail, runs: [{partner, partner_has_rail, role, client_gbps, server_gbps, passed}]}};
-    {} for a node with no rail."""
+    nodes it failed with), has_rail, runs: [{partner, partner_has_rail, role, client_gbps, server_gbps, gpudirect,
+    passed}]}}, among the nodes of its fabric; {} for a node with no rail."""
     members = _same_fabric(members, node)
     by_node = _member_map(members)
     if not by_node.get(node, {}).get("rails"):
