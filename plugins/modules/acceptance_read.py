@@ -67,7 +67,7 @@ options:
     default: 10
   link_layer:
     description:
-      - The link layer of the ports whose error counters are read - V(InfiniBand) (perfquery) or V(Ethernet) (RoCE:
+      - The link layer of the ports whose error counters are read - V(InfiniBand) (perfquery) or V(Ethernet) (RoCE,
         ethtool) - the fabric's (the hardware profile's C(infiniband.link_layer)); empty reads both. A port of
         another link layer belongs to another network (a BlueField's host bond beside InfiniBand rails).
     type: str

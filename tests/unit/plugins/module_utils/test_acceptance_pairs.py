@@ -258,11 +258,11 @@ def test_a_nodes_outcome_and_record_count_its_fabric_only():
 def test_each_end_of_a_rail_uses_its_own_nearest_gpu():
     members = [{**member("n1"), "gpus": {"mlx5_0": 0, "mlx5_1": 1}}, {**member("n2"), "gpus": {"mlx5_1": 5}}]
     rounds = pairs.plan(members, [], 1)["rounds"]
+    client = [{"device": "mlx5_0", "port": 18515, "gpu": 0}, {"device": "mlx5_1", "port": 18516, "gpu": 1}]
+    server = [{"device": "mlx5_0", "port": 18515}, {"device": "mlx5_1", "port": 18516, "gpu": 5}]
     assert rounds == [{
-        "n1": {"role": "client", "partner": "n2", "rails": [{"device": "mlx5_0", "port": 18515, "gpu": 0},
-                                                             {"device": "mlx5_1", "port": 18516, "gpu": 1}]},
-        "n2": {"role": "server", "partner": "n1", "rails": [{"device": "mlx5_0", "port": 18515},
-                                                             {"device": "mlx5_1", "port": 18516, "gpu": 5}]},
+        "n1": {"role": "client", "partner": "n2", "rails": client},
+        "n2": {"role": "server", "partner": "n1", "rails": server},
     }]  # fmt: skip
 
 
