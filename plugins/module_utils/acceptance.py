@@ -225,18 +225,17 @@ ETHTOOL_LINK_COUNTERS = ("rx_symbol_err_phy", "rx_pcs_symbol_err_phy", "rx_crc_e
 ETHTOOL_FABRIC_COUNTERS = ("rx_discards_phy", "tx_discards_phy", "tx_errors_phy", "rx_undersize_pkts_phy",
                            "rx_fragments_phy", "rx_jabbers_phy", "rx_oversize_pkts_phy", "rx_in_range_len_errors_phy",
                            "rx_out_of_range_len_phy", "tx_pause_storm_error_events")  # fmt: skip
-# Per link layer: the evidence file, the tool and its parser, the counters (the link's, then the others), the counter
-# that says the link went down, and what a read without the link's counters lacks.
+# Per link layer: the kind of port, the evidence file, the tool and its parser, the counters (the link's, then the
+# others), the counter that says the link went down, and what a read without the link's counters lacks.
 PORT_COUNTERS = {
-    "InfiniBand": {"file": "perfquery.json", "tool": "perfquery", "parse": infiniband.parse_perfquery,
-                   "link": LINK_ERROR_COUNTERS, "other": FABRIC_ERROR_COUNTERS, "down": "link_downed",
-                   "lacking": "no error counters"},
-    "Ethernet": {"file": "ethtool.json", "tool": "ethtool -S", "parse": ethtool.parse_stats,
+    "InfiniBand": {"kind": "InfiniBand", "file": "perfquery.json", "tool": "perfquery",
+                   "parse": infiniband.parse_perfquery, "link": LINK_ERROR_COUNTERS, "other": FABRIC_ERROR_COUNTERS,
+                   "down": "link_downed", "lacking": "no error counters"},
+    "Ethernet": {"kind": "RoCE", "file": "ethtool.json", "tool": "ethtool -S", "parse": ethtool.parse_stats,
                  "link": ETHTOOL_LINK_COUNTERS, "other": ETHTOOL_FABRIC_COUNTERS, "down": "link_down_events_phy",
                  "lacking": "none of the physical-layer error counters read "
                             f"({', '.join(ETHTOOL_LINK_COUNTERS)}: mlx5_core's names)"},
 }  # fmt: skip
-PORT_KINDS = {"InfiniBand": "InfiniBand", "Ethernet": "RoCE"}
 
 
 def _counter_read(item, where, layer):
@@ -256,7 +255,7 @@ def _counters_state(evidence):
     """The two reads of each port's error counters ({"interval_s", "ports": {"mlx5_0/1": {"reads": [first, second],
     "error", "layer"}}}; perfquery.json's InfiniBand ports, ethtool.json's RoCE ports), or None when the node side
     collected neither."""
-    ports, intervals = {}, []
+    ports, intervals = {}, {}
     for layer, kind in PORT_COUNTERS.items():
         data = _json(_item(evidence, kind["file"]))
         samples = data.get("samples") if isinstance(data, dict) else None
@@ -267,12 +266,14 @@ def _counters_state(evidence):
             error = next((why for _parsed, why in reads if why), None)
             ports[where] = {"reads": [parsed for parsed, _why in reads], "error": error, "layer": layer}
         interval = data.get("interval_s")
-        intervals.append(float(interval) if _number(interval) else None)
+        intervals[layer] = float(interval) if _number(interval) else None
     if not intervals:
         return None
-    # The least time a counter had to rise in: the shorter of the two files' intervals.
-    known = [i for i in intervals if i is not None]
-    return {"interval_s": min(known) if len(known) == len(intervals) else None, "ports": ports}
+    # The least time a counter had to rise in: the shorter interval of the files that read a port (perfquery.json
+    # is written on a RoCE node too, with no port, and ends before the ethtool reads do).
+    judged = [intervals[layer] for layer in intervals if any(p["layer"] == layer for p in ports.values())]
+    judged = judged or list(intervals.values())
+    return {"interval_s": min(judged) if None not in judged else None, "ports": ports}
 
 
 def _dcgm_state(evidence):
@@ -1293,7 +1294,7 @@ def check_fabric_bandwidth(state, hardware, gate_values):
         if mine.get("problem"):
             return _outcome("ERROR", f"ib_write_bw cannot run on RoCE without the GID index: {mine['problem']}", None,
                             gate_text, "roce_gid_unknown", evidence)  # fmt: skip
-        kind = PORT_KINDS.get((hardware.get("infiniband") or {}).get("link_layer"), "RDMA")
+        kind = _port_kind((hardware.get("infiniband") or {}).get("link_layer"))
         return _outcome("ERROR", f"no active {kind} port to measure", None, gate_text, "port_down", evidence)
     value = {rail: [{k: r[k] for k in ("partner", "role", "client_gbps", "server_gbps", "gpudirect")}
                     for r in f["runs"]] for rail, f in found.items()}  # fmt: skip
@@ -1331,23 +1332,28 @@ def check_fabric_bandwidth(state, hardware, gate_values):
 
 def _port_words(layers):
     """The kinds of port among the link layers: InfiniBand, RoCE, or InfiniBand and RoCE."""
-    return " and ".join(PORT_KINDS[layer] for layer in PORT_KINDS if layer in layers)
+    return " and ".join(kind["kind"] for layer, kind in PORT_COUNTERS.items() if layer in layers)
+
+
+def _port_kind(layer):
+    """InfiniBand or RoCE for a profile's link layer; RDMA for one the profile does not name."""
+    return PORT_COUNTERS.get(layer, {}).get("kind", "RDMA")
 
 
 def check_fabric_counters(state, hardware, gate_values):
     counters = state["counters"]
     layer = (hardware.get("infiniband") or {}).get("link_layer")
+    # Where no port was read, the file the profile's link layer is read into.
+    expected = (PORT_COUNTERS.get(layer, PORT_COUNTERS["InfiniBand"])["file"],)
     if counters is None:
-        return _outcome("ERROR", "the port counters were not collected", None, None, "not_reported",
-                        (PORT_COUNTERS.get(layer, PORT_COUNTERS["InfiniBand"])["file"],))  # fmt: skip
+        return _outcome("ERROR", "the port counters were not collected", None, None, "not_reported", expected)
     ports = counters["ports"]
     layers = {port["layer"] for port in ports.values()}
-    evidence = tuple(kind["file"] for name, kind in PORT_COUNTERS.items() if name in layers) or \
-        (PORT_COUNTERS.get(layer, PORT_COUNTERS["InfiniBand"])["file"],)  # fmt: skip
+    evidence = tuple(kind["file"] for name, kind in PORT_COUNTERS.items() if name in layers) or expected
     interval = counters["interval_s"]
     gate = {"rise": 0, "interval_s": interval}
     if not ports:
-        return _outcome("ERROR", f"no active {PORT_KINDS.get(layer, 'RDMA')} port to read the counters of "
+        return _outcome("ERROR", f"no active {_port_kind(layer)} port to read the counters of "
                         "(fabric.ports says which are down)", {}, gate, "not_reported", evidence)  # fmt: skip
     rising, nonzero, saturated, link = {}, {}, {}, {}
     for where, port in ports.items():

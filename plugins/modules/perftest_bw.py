@@ -149,11 +149,19 @@ from ansible_collections.gpuops.bringup.plugins.module_utils.infiniband import A
 NO_CUDA = "this perftest was built without CUDA (ib_write_bw --help offers no --use_cuda): it cannot use GPU memory"
 
 
-def run(tool, params):
-    cuda = None
-    if params["gpu"] is not None:
-        _rc, out, err = tool(["--help"], ok_rc=AnyReturnCode())
-        cuda = perftest.supports_cuda(out + err)
+def cuda_support(tool):
+    """Whether this perftest was built with CUDA, from its --help."""
+    _rc, out, err = tool(["--help"], ok_rc=AnyReturnCode())
+    return perftest.supports_cuda(out + err)
+
+
+def run(tool, params, cuda=None):
+    """One ib_write_bw run; cuda: whether this perftest has CUDA, where the caller asked already (None: ask here when
+    a GPU is wanted)."""
+    if params["gpu"] is None:
+        cuda = None
+    elif cuda is None:
+        cuda = cuda_support(tool)
     gpudirect = bool(cuda)
     if params["require_gpudirect"] and not gpudirect:
         # Not run: host memory would measure something else. Reported as a run that could not start.
@@ -187,13 +195,15 @@ _NOT_LISTENING = re.compile(r"(?i)couldn't connect")
 
 
 def run_rails(tool, params, sleep=time.sleep, clock=time.monotonic):
-    """Every rail at once, each a run() of its own; a client rail whose server is not listening yet retries."""
+    """Every rail at once, each a run() of its own; a client rail whose server is not listening yet retries. The
+    binary's CUDA support is asked once for all rails that want a GPU."""
+    cuda = cuda_support(tool) if any(rail.get("gpu") is not None for rail in params["rails"]) else None
 
     def one(rail):
         rail_params = {**params, "device": rail["device"], "port": rail["port"], "gpu": rail.get("gpu")}
         deadline = clock() + params["connect_wait"]
         while True:
-            result = run(tool, rail_params)
+            result = run(tool, rail_params, cuda)
             waiting = params["server"] and any(_NOT_LISTENING.search(m) for m in result["messages"])
             if result["ok"] or not waiting or clock() >= deadline:
                 return {"device": rail["device"], "port": rail["port"], **result}

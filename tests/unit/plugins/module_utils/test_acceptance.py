@@ -629,6 +629,19 @@ def roce(first=ETHTOOL_HEALTHY, second=ETHTOOL_HEALTHY, interval=10.0, perfquery
     return check(acceptance.node_results("n1", L40S, items), "fabric.counters")
 
 
+def test_the_interval_is_that_of_the_reads_that_read_a_port():
+    """A RoCE node writes perfquery.json with no port too; its interval (the perfquery reads end before the ethtool
+    ones) is not the time the RoCE counters had to rise in."""
+    items = evidence(query="nvidia_smi/l40s-x4.derived.xml", replace={
+        "perfquery.json": run(json.dumps({"interval_s": 10.0, "samples": [{}, {}]})),
+        "ethtool.json": run(json.dumps({"interval_s": 10.311, "samples": [
+            {p: run(fixture(ETHTOOL_HEALTHY)) for p in ROCE_PORTS}] * 2}))})  # fmt: skip
+    found = check(acceptance.node_results("n1", L40S, items), "fabric.counters")
+    assert found["reason"] == "no error counter of 2 RoCE port(s) is above 0, none rose in 10.311 s"
+    # No port read at all: the files' intervals, as before.
+    assert check(judge(counters=({}, {}), interval=9.5), "fabric.counters")["gate"]["interval_s"] == 9.5
+
+
 def test_roce_ports_read_through_ethtool_pass_at_zero():
     found = roce()
     assert found["status"] == "PASS"

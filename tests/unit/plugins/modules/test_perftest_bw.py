@@ -78,6 +78,8 @@ class Rails:
 
     def __call__(self, args, ok_rc=(0,)):
         self.calls.append(args)
+        if args == ["--help"]:
+            return self.answers["--help"]
         replies = self.answers[args[args.index("-d") + 1]]
         return replies.pop(0) if len(replies) > 1 else replies[0]
 
@@ -107,6 +109,20 @@ def test_a_client_rail_waits_for_its_server_then_gives_up():
     result = perftest_bw.run_rails(tool, rails_params(connect_wait=3), sleep=lambda s: None, clock=lambda: next(now))
     assert result["ok"] is False
     assert result["rails"][1]["messages"][0] == "Couldn't connect to 10.0.0.2:18516"
+
+
+def test_the_cuda_support_is_asked_once_for_every_rail_that_wants_a_gpu():
+    cuda_help = (0, " --use_cuda=<cuda device id> Use CUDA specific device for GPUDirect RDMA testing\n", "")
+    tool = Rails({"--help": cuda_help, "mlx5_0": [(0, RESULT, "")], "mlx5_1": [(0, RESULT, "")]})
+    rails = [{"device": "mlx5_0", "port": 18515, "gpu": 0}, {"device": "mlx5_1", "port": 18516}]
+    result = perftest_bw.run_rails(tool, rails_params(rails=rails), sleep=lambda s: None)
+    assert tool.calls.count(["--help"]) == 1
+    assert [(r["device"], r["gpudirect"], r["cuda_support"]) for r in result["rails"]] == [
+        ("mlx5_0", True, True), ("mlx5_1", False, None)]  # fmt: skip
+    assert "--use_cuda=0" in next(c for c in tool.calls if "mlx5_0" in c)
+    tool = Rails({"mlx5_0": [(0, RESULT, "")], "mlx5_1": [(0, RESULT, "")]})
+    perftest_bw.run_rails(tool, rails_params(), sleep=lambda s: None)
+    assert ["--help"] not in tool.calls
 
 
 def test_a_server_rail_does_not_retry():
