@@ -867,7 +867,7 @@ def start_node(group: str, spec: dict) -> dict:
     if container_running(name) and container_label(name, "gpuops.recipe") == recipe:
         shutil.rmtree(build, ignore_errors=True)
     else:
-        podman("rm", "--force", "--ignore", name)
+        remove_containers([name])
         # A running node's mounts still point at its stage; replace it only now.
         shutil.rmtree(stage, ignore_errors=True)
         if build.exists():
@@ -947,10 +947,31 @@ def cmd_nodes(args: argparse.Namespace) -> None:
     else:
         names = podman("ps", "-a", "--format", "{{.Names}}", "--filter", f"label=gpuops.bench.group={args.group}")
         names = names.stdout.split()
-        if names:
-            podman("rm", "--force", "--time", "5", *names)
+        remove_containers(names)
         for name in names:
             shutil.rmtree(STATE / "sim" / name, ignore_errors=True)
+
+
+def remove_containers(names: list[str], tries: int = 4) -> None:
+    """Remove containers, retrying the ones podman could not remove yet.
+
+    On a loaded 2-core CI machine rootless podman now and then fails a removal
+    (a container still "Created" while its conmon starts, storage busy while
+    the stop settles); one failed teardown must not fail a whole test run.
+    """
+    left = list(names)
+    for attempt in range(tries):
+        if not left:
+            return
+        proc = podman("rm", "--force", "--ignore", "--time", "5", *left, check=False)
+        if proc.returncode == 0:
+            return
+        present = set(podman("ps", "-a", "--format", "{{.Names}}\t{{.ID}}").stdout.split())
+        left = [name for name in left if name in present]
+        if attempt < tries - 1:
+            time.sleep(2 * (attempt + 1))
+    if left:
+        raise BenchError(f"podman could not remove {', '.join(left)}:\n{proc.stderr.strip()[-2000:]}")
 
 
 def write_inventory(nodes: list[dict], path: Path, groups: list[str]) -> None:
@@ -999,9 +1020,7 @@ def cmd_rack(args: argparse.Namespace) -> None:
 
 
 def cmd_clean(_args: argparse.Namespace) -> None:
-    ids = podman("ps", "-aq", "--filter", f"label={LABEL}").stdout.split()
-    if ids:
-        podman("rm", "--force", "--time", "5", *ids)
+    remove_containers(podman("ps", "-aq", "--filter", f"label={LABEL}").stdout.split())
     podman("network", "rm", "--force", NETWORK, check=False)
     images = [*(node_image(n) for n in [*DERIVED, *DISTROS]), MIRROR_IMAGE]
     for ref in [*images, *(f"localhost/gpuops-rootfs:{n}" for n in DISTROS)]:

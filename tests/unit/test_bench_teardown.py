@@ -1,0 +1,78 @@
+"""The bench's container removal (tests/bench/bench.py remove_containers): a transient podman failure is retried."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[1] / "bench" / "bench.py"
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    spec = importlib.util.spec_from_file_location("bench_under_test", SOURCE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module.time, "sleep", lambda _seconds: None)
+    return module
+
+
+class FakePodman:
+    """Containers by name; `rm` fails for the names in `stuck` as many times as given."""
+
+    def __init__(self, names, stuck):
+        self.names = set(names)
+        self.stuck = dict(stuck)
+        self.calls = []
+
+    def __call__(self, *args, check=True):
+        self.calls.append(args)
+        if args[0] == "ps":
+            return subprocess.CompletedProcess(args, 0, "\n".join(f"{n}\tid-{n}" for n in sorted(self.names)), "")
+        assert args[:5] == ("rm", "--force", "--ignore", "--time", "5")
+        failed = []
+        for name in args[5:]:
+            if self.stuck.get(name, 0) > 0:
+                self.stuck[name] -= 1
+                failed.append(name)
+            else:
+                self.names.discard(name)
+        if failed:
+            return subprocess.CompletedProcess(args, 125, "", f"Error: cleaning up container {failed[0]}: busy")
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+
+def test_all_removed_at_the_first_try(bench, monkeypatch):
+    fake = FakePodman(["a", "b"], {})
+    monkeypatch.setattr(bench, "podman", fake)
+    bench.remove_containers(["a", "b"])
+    assert fake.names == set()
+    assert len(fake.calls) == 1
+
+
+def test_a_failed_removal_retries_only_what_is_left(bench, monkeypatch):
+    fake = FakePodman(["a", "b", "other"], {"b": 2})
+    monkeypatch.setattr(bench, "podman", fake)
+    bench.remove_containers(["a", "b"])
+    assert fake.names == {"other"}
+    removals = [call[5:] for call in fake.calls if call[0] == "rm"]
+    assert removals == [("a", "b"), ("b",), ("b",)]
+
+
+def test_a_container_that_never_goes_fails_with_podmans_words(bench, monkeypatch):
+    fake = FakePodman(["a", "b"], {"b": 99})
+    monkeypatch.setattr(bench, "podman", fake)
+    with pytest.raises(bench.BenchError, match=r"could not remove b:\nError: cleaning up container b: busy"):
+        bench.remove_containers(["a", "b"])
+    assert fake.names == {"b"}
+    assert sum(call[0] == "rm" for call in fake.calls) == 4
+
+
+def test_nothing_to_remove_calls_no_podman(bench, monkeypatch):
+    fake = FakePodman([], {})
+    monkeypatch.setattr(bench, "podman", fake)
+    bench.remove_containers([])
+    assert fake.calls == []
