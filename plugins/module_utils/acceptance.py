@@ -949,8 +949,8 @@ def check_gpu_dcgm(state, hardware, gate_values):
     evidence = ("dcgm-diag.json",)
     item = found["item"]
     if item.get("missing") or item.get("skipped") or not item:
-        why = ("DCGM is not installed on the node (no dcgmi; the driver stage installs it with nvidia_driver_dcgm: "
-               "true)" if item.get("missing")
+        why = ("DCGM is not installed on the node (no dcgmi; the driver stage installs it unless nvidia_driver_dcgm "
+               "is false)" if item.get("missing")
                else _why_not(item, "dcgmi diag"))  # fmt: skip
         return _outcome("SKIPPED", why, evidence=evidence)
     if found["error"]:

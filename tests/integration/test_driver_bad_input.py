@@ -110,6 +110,9 @@ CUDA_REPO = {
     "gpuops_mirror_url": MIRROR,
     "nvidia_driver_cuda_repo_key_fingerprint": BENCH_KEY_FINGERPRINT,
 }
+# NVIDIA's repository through the mirror, for DCGM (on by default) where the driver is Debian's: what a node that
+# reaches NVIDIA's repository has, so that a case fails on its own input.
+MIRRORED = {"gpuops_mirror_url": MIRROR, "nvidia_driver_cuda_repo_key_fingerprint": BENCH_KEY_FINGERPRINT}
 
 NODE_CASES = {
     "open_modules_on_pre_turing_gpus": (
@@ -229,7 +232,7 @@ NODE_CASES = {
     ),
     "sources_without_non_free": (
         "bare",
-        {},
+        MIRRORED,
         [
             "{host}: Debian 13's own packages carry no version of nvidia-tesla-535-kernel-dkms (nor of 5 more packages "
             "of the set) (branch 535, proprietary kernel modules): the OS sources lack Debian's contrib, non-free and "
@@ -288,7 +291,7 @@ NODE_CASES = {
     ),
     "version_the_source_does_not_carry": (
         "l40s",
-        {"nvidia_driver_branch": "535", "nvidia_driver_version": "535.54.03"},
+        {**MIRRORED, "nvidia_driver_branch": "535", "nvidia_driver_version": "535.54.03"},
         [
             "{host}: nvidia_driver_version is 535.54.03, which Debian 13's own packages do not carry for branch 535 "
             "with the proprietary kernel modules (they carry 535.",
@@ -325,7 +328,7 @@ def nodes(tmp_path_factory):
 def node_run(tmp_path_factory, nodes: Path) -> CaseRun:
     """Every node case, and the control (the defaults on the L40S node), in one run."""
     cases = {case: (node, variables) for case, (node, variables, _expected) in NODE_CASES.items()}
-    hosts = node_cases(nodes, {**cases, "control": ("l40s", {})})
+    hosts = node_cases(nodes, {**cases, "control": ("l40s", MIRRORED)})
     return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("nodes"), hosts)
 
 
@@ -335,7 +338,13 @@ def test_bad_input_on_a_node_fails_in_preflight(node_run: CaseRun, case: str) ->
 
 
 def test_valid_input_passes_preflight_and_changes_nothing(node_run: CaseRun) -> None:
-    """The control: the defaults on the L40S node pass, so the failures above come from the input."""
+    """The control: the defaults on the L40S node pass (NVIDIA's repository through the mirror, for DCGM), so the
+    failures above come from the input."""
     output = node_run.assert_passes_unchanged("control")
     assert "control: NVIDIA driver 535." in output
     assert "(nvidia-graphics-drivers-tesla-535, proprietary kernel modules: the GPUs (4x NVIDIA L40S (ada)" in output
+    # DCGM from NVIDIA's repository beside Debian's driver, for the driver's CUDA 12.
+    assert (
+        "datacenter-gpu-manager-4-core=1:4.4.1-1, datacenter-gpu-manager-4-proprietary=1:4.4.1-1, "
+        "datacenter-gpu-manager-4-cuda12=1:4.4.1-1, datacenter-gpu-manager-4-proprietary-cuda12=1:4.4.1-1." in output
+    ), output[-3000:]

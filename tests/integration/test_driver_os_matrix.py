@@ -33,6 +33,10 @@ RHEL = {"rocky8": "rocky-8.3", "rhel9": "rhel-9.6", "rocky9": "rocky-9.3"}
 NVIDIA = f"{MIRROR}/developer.download.nvidia.com/compute/cuda/repos"
 # An HGX board whose NVSwitches its hardware profile declares: fabric manager joins the plan.
 NVSWITCH = {"gpuops_hardware": {"profile": "hgx_h100_8gpu", "gpu": {"nvswitch": True}}}
+# DCGM (nvidia_driver_dcgm, on by default) at the role's pinned version, NVIDIA's epoch 1, for the driver's CUDA 12.
+DCGM_RPMS = ", ".join(
+    f"datacenter-gpu-manager-4-{name}-1:4.4.1-1" for name in ("core", "proprietary", "cuda12", "proprietary-cuda12")
+)
 
 
 @pytest.fixture(scope="module")
@@ -100,14 +104,16 @@ def test_rhel_plans_nvidias_rpms_at_exact_evrs(matrix_run: CaseRun, flavor: str)
     assert (
         f"packages {kmod}-3:550.163.01-1.el9, nvidia-kmod-common-3:550.163.01-1.el9, "
         "nvidia-driver-cuda-3:550.163.01-1.el9, nvidia-driver-cuda-libs-3:550.163.01-1.el9, "
-        "nvidia-persistenced-3:550.163.01-1.el9." in output
-    )
+        f"nvidia-persistenced-3:550.163.01-1.el9, {DCGM_RPMS}." in output
+    ), output[-3000:]
 
 
 def test_rhel_plans_fabric_manager_at_the_drivers_version(matrix_run: CaseRun) -> None:
     """Below R580 NVIDIA's RHEL fabric manager is nvidia-fabric-manager (no epoch), at the driver's version."""
     output = matrix_run.assert_passes_unchanged("fabricmanager_rhel9")
-    assert "nvidia-persistenced-3:550.163.01-1.el9, nvidia-fabric-manager-550.163.01-1." in output
+    assert f"nvidia-persistenced-3:550.163.01-1.el9, nvidia-fabric-manager-550.163.01-1, {DCGM_RPMS}." in output, (
+        output[-3000:]
+    )
 
 
 def test_rhel_names_the_versions_its_repository_carries(matrix_run: CaseRun) -> None:

@@ -8,7 +8,8 @@ stand-in of NVIDIA's rhel9 repository through the mirror (tests/standins/cuda-re
 nvidia-driver:550-dkms and 550-open, signed by the bench's key, pinned in its place), whose DKMS packages carry a
 stand-in module source that REAL DKMS (Debian's, which an rpm record stands for: NVIDIA's rpms require EPEL's dkms)
 builds against the image kernel's REAL headers (Debian's linux-headers, from apt); 550.144.03's source does not build.
-The hardware profile says NVSwitch, so fabric manager comes too.
+The hardware profile says NVSwitch, so fabric manager comes too; DCGM 4 (its core, proprietary and CUDA 12 rpms, epoch
+1, from the same repository's stand-in tests/standins/cuda-repo-rhel-dcgm) comes with them.
 """
 
 from __future__ import annotations
@@ -27,12 +28,16 @@ NODES = ("rhel9", "rhel9fail")
 EVR = "3:550.163.01-1.el9"
 PACKAGES = ["kmod-nvidia-latest-dkms", "nvidia-kmod-common", "nvidia-driver-cuda", "nvidia-driver-cuda-libs",
             "nvidia-persistenced"]  # fmt: skip
+DCGM_EVR = "1:4.4.1-1"
+DCGM = ["datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary", "datacenter-gpu-manager-4-cuda12",
+        "datacenter-gpu-manager-4-proprietary-cuda12"]  # fmt: skip
 VARIABLES = {
     "nvidia_driver_source": "cuda_repo",
     "nvidia_driver_branch": "550",
     "gpuops_mirror_url": MIRROR,
     "nvidia_driver_cuda_repo_rpm_key_fingerprint": BENCH_KEY_FINGERPRINT,
     "gpuops_hardware": {"profile": "hgx_h100_8gpu", "gpu": {"nvswitch": True}},
+    "nvidia_driver_dcgm": True,
 }
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
 
@@ -100,6 +105,7 @@ def test_the_first_run_installs_builds_and_verifies(converged):
             "nvidia_driver : Build the module for the target kernels DKMS has not installed it for",
             "nvidia_driver : Install the compute userland (nvidia-smi, libcuda, NVML) and nvidia-persistenced (dnf)",
             "nvidia_driver : Install fabric manager at the driver's version (dnf)",
+            "nvidia_driver : Install DCGM at the pinned version (dnf)",
             "nvidia_driver : Hold the driver packages at their versions",
             "nvidia_driver : Enable nvidia-persistenced, and start it where the driver runs now",
             "nvidia_driver : Enable fabric manager and DCGM, and start them where the driver runs now",
@@ -127,6 +133,10 @@ def test_the_stream_the_rpms_and_their_locks(nodes):
     for name in PACKAGES:
         assert f"\n{name}-{EVR}.*\n" in locks, locks
     assert "\nnvidia-fabric-manager-0:550.163.01-1.*\n" in locks, locks
+    dcgm = read(nodes, "rhel9", "rpm -q --qf '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\\n' " + " ".join(DCGM))
+    assert dcgm.splitlines() == [f"{name} {DCGM_EVR}" for name in DCGM]
+    for name in DCGM:
+        assert f"\n{name}-{DCGM_EVR}.*\n" in locks, locks
     # The other flavour's package never came: the stream hides it.
     assert (
         read(nodes, "rhel9", "rpm -q kmod-nvidia-open-dkms || true").strip()
@@ -143,9 +153,10 @@ def test_dkms_built_and_installed_the_modules_for_the_image_kernel(nodes):
 
 
 @pytest.mark.usefixtures("converged")
-def test_persistenced_and_fabric_manager_are_enabled(nodes):
-    enabled = read(nodes, "rhel9", "systemctl is-enabled nvidia-persistenced nvidia-fabricmanager")
-    assert enabled.split() == ["enabled", "enabled"]
+def test_persistenced_fabric_manager_and_dcgm_are_enabled(nodes):
+    enabled = read(nodes, "rhel9", "systemctl is-enabled nvidia-persistenced nvidia-fabricmanager nvidia-dcgm")
+    assert enabled.split() == ["enabled", "enabled", "enabled"]
+    assert read(nodes, "rhel9", "dcgmi --version").strip() == "dcgmi  version: 4.4.1"
 
 
 @pytest.mark.usefixtures("converged")
@@ -185,6 +196,8 @@ def test_the_upgrade_switches_stream_package_dkms_module_and_locks(nodes):
     assert read(nodes, "rhel9", "rpm -q kmod-nvidia-latest-dkms || true").strip().endswith("is not installed")
     locks = read(nodes, "rhel9", "cat /etc/dnf/plugins/versionlock.list")
     assert f"\nkmod-nvidia-open-dkms-{EVR}.*\n" in locks and "kmod-nvidia-latest-dkms" not in locks, locks
+    # The same CUDA major: DCGM's packages stay, locked.
+    assert f"\ndatacenter-gpu-manager-4-cuda12-{DCGM_EVR}.*\n" in locks, locks
     again = converge(nodes, "rhel9", nvidia_driver_flavor="open")
     assert again[1] == (0, 0, 0), again[0][-4000:]
 

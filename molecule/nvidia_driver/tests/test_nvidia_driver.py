@@ -1,6 +1,6 @@
 """nvidia_driver with its defaults on Debian 13 (a simulated HGX H100 with NVSwitches): the real state of the node
-after converge, which built Debian's 535 with DKMS. The PCIe path (no fabric manager) and a DKMS build that fails are
-checked by nvidia_driver_cuda_repo's L40S node.
+after converge, which built Debian's 535 with DKMS and installed fabric manager and DCGM from NVIDIA's repository.
+The PCIe path (no fabric manager) and a DKMS build that fails are checked by nvidia_driver_cuda_repo's L40S node.
 
 Versions are read from the node (what the role resolved from the archive), so a Debian point release that moves
 the 535 branch does not break the tests; what must hold is that every package sits at that one version, held, and
@@ -26,6 +26,7 @@ DRIVER_PACKAGES = [
     "libnvidia-tesla-535-ml1",
 ]
 FABRICMANAGER = "nvidia-fabricmanager-535"
+DCGM_PACKAGES = [f"datacenter-gpu-manager-4-{name}" for name in ("core", "proprietary", "cuda12", "proprietary-cuda12")]
 CUDA_SOURCE = "/etc/apt/sources.list.d/nvidia-cuda.sources"
 CONVERGE = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"
 FIXTURES = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "tests" / "fixtures"
@@ -131,6 +132,17 @@ def test_fabric_manager_comes_from_the_cuda_repository_through_the_mirror(host):
     assert "gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64" in policy
 
 
+def test_dcgm_comes_by_default_at_its_pin_with_the_cuda_12_plugins_held(host):
+    # nvidia_driver_dcgm is on unless set: DCGM from NVIDIA's repository beside Debian's driver (CUDA 12 for 535).
+    held = host.check_output("apt-mark showhold").split()
+    for package in DCGM_PACKAGES:
+        assert version(host, package) == "1:4.4.1-1", package
+        assert package in held, package
+    assert host.service("nvidia-dcgm").is_enabled
+    # nv-hostengine cannot start without a driver; a failed unit would mark the system degraded.
+    assert host.run("systemctl is-failed nvidia-dcgm").stdout.strip() != "failed"
+
+
 def test_fabric_manager_is_enabled_not_left_failed_and_has_its_config(host):
     assert host.service("nvidia-fabricmanager").is_enabled
     # It cannot start in a container (no NVSwitch driver); a failed unit would mark the system degraded.
@@ -144,7 +156,7 @@ def test_hgx_verification_checks_fabric_manager_and_the_nvswitch_fabric(host, dr
     assert f"h100 passed nvidia_driver verification: driver {driver} (nvidia-graphics-drivers-tesla-535," in output
     assert f"fabric manager {FABRICMANAGER} {driver}-1 enabled," in output
     assert "8 GPU(s) NVIDIA H100 80GB HBM3 [SIMULATED hgx_h100_8gpu], NVSwitch fabric Completed on every GPU" in output
-    assert "running nvidia-persistenced and nvidia-fabricmanager (this node's kernel belongs" in output
+    assert "running nvidia-persistenced, nvidia-fabricmanager and nvidia-dcgm (this node's kernel belongs" in output
     assert "replayed from another machine's capture" in output
 
 

@@ -835,7 +835,7 @@ LIMITED = ["/usr/bin/timeout", "--kill-after=10", "7200", "dcgmi", "diag", "-r",
         ({"cmd": LIMITED, "rc": 0, "stdout": fixture("dcgm/sagemaker-hc-r3-a10g-pass.txt"), "stderr": ""}, "PASS",
          "DCGM 3.3.9: 15 test(s) passed, 1 skipped"),
         ({"tool": "dcgmi", "missing": True}, "SKIPPED",
-         "DCGM is not installed on the node (no dcgmi; the driver stage installs it with nvidia_driver_dcgm: true)"),
+         "DCGM is not installed on the node (no dcgmi; the driver stage installs it unless nvidia_driver_dcgm is false)"),
     ],
 )  # fmt: skip
 def test_dcgm_under_its_time_limit(item, status, reason):
@@ -895,7 +895,7 @@ def test_a_dcgm_warning_warns():
     [
         (
             {"tool": "dcgmi", "missing": True},
-            "DCGM is not installed on the node (no dcgmi; the driver stage installs it with nvidia_driver_dcgm: true)",
+            "DCGM is not installed on the node (no dcgmi; the driver stage installs it unless nvidia_driver_dcgm is false)",
         ),
         ({"skipped": "dcgm_level is 0"}, "dcgmi diag was not run: dcgm_level is 0"),
         ({}, "dcgmi diag was not collected"),
