@@ -201,6 +201,24 @@ def test_roce_nodes_measure_with_each_other_on_their_gid_index() -> None:
                     assert end["cmd"][end["cmd"].index("-x") + 1] == "3", end
 
 
+def test_h100_rails_measure_from_the_gpu_on_their_pcie_switch() -> None:
+    """The simulated H100s' perftest has CUDA (its --help offers --use_cuda): each rail whose NIC shares a PCIe switch
+    with a GPU in topo -m (mlx5_0, 1 and 4 to 7 with GPUs 0, 1 and 4 to 7) runs from that GPU's memory at both ends;
+    mlx5_8 and mlx5_9, on no GPU's switch, from host memory (h100's own ends: a partner's are its own)."""
+    found = {c["id"]: c for c in node("h100")["checks"]}["fabric.bandwidth"]
+    assert found["reason"] == ("8 port(s) at or above the gate, the slowest 392.34 Gb/s; from GPU memory (GPUDirect "
+                               "RDMA) on mlx5_0, mlx5_1, mlx5_4, mlx5_5, mlx5_6, mlx5_7"), found  # fmt: skip
+    record = json.loads((runs()[0] / "evidence" / "h100" / "ib-write-bw.json").read_text())
+    ran = {}
+    for entry in record["entries"]:
+        if "h100" in (entry["client"], entry["server"]):
+            for rail, ends in entry["rails"].items():
+                end = ends.get("client" if entry["client"] == "h100" else "server")
+                if end:
+                    ran.setdefault(rail, set()).add(next((a for a in end["cmd"] if a.startswith("--use_cuda=")), None))
+    assert ran == {**{f"mlx5_{n}": {f"--use_cuda={n}"} for n in (0, 1, 4, 5, 6, 7)}, "mlx5_8": {None}, "mlx5_9": {None}}
+
+
 def test_the_documents_follow_their_schemas() -> None:
     run = runs()[0]
     node_schema, run_schema = schema("node"), schema("run")

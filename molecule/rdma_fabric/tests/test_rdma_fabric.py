@@ -182,13 +182,15 @@ NO_CUDA = "this perftest was built without CUDA (ib_write_bw --help offers no --
 # What verify says of the run, per rdma_fabric_perftest_gpudirect: auto runs l40s's simulated perftest, which replays
 # a 400G RoCE run on its ports (host memory: the stand-in offers no --use_cuda), against h100's, which replays NDR
 # runs on its InfiniBand ports and has no capture for its Ethernet bond (the simulation does not make the client fail
-# with its server; h100 fails its own port check); required asks each end's ib_write_bw --help first and runs
-# neither.
+# with its server; h100 fails its own port check); required asks each end's ib_write_bw --help first: l40s's offers
+# no --use_cuda, so its client does not run; h100's does (its simulated perftest has CUDA), so its server runs, from
+# GPU 0, on the bond it has no capture for.
 BANDWIDTH_SAID = {
     "auto": "ib_write_bw l40s (mlx5_0) -> h100 averaged 381.41 Gb/s, host memory (its perftest was built without "
     "CUDA) (at least 360.0);",
     "required": f"l40s failed rdma_fabric verification: ib_write_bw l40s (mlx5_0) -> h100 could not run: {NO_CUDA}; "
-    f"the server on h100: {NO_CUDA}",
+    "the server on h100: ib_write_bw (simulated): no capture for arguments '-d mlx5_bond_0 -D 5 -s 65536 -p 18515 -F "
+    "--report_gbits --use_cuda=0'",
 }
 
 
@@ -196,8 +198,9 @@ BANDWIDTH_SAID = {
 def test_bandwidth_check_runs_ib_write_bw_and_says_what_it_measured(host, tmp_path, stage_run, gpudirect):
     """l40s measures against h100, given the L40S profile for the length of the run (a second inventory: host
     variables beat the profile's group variables), so that h100's one Ethernet port (the BlueField-3 bond of its
-    capture) serves. Both profiles have GPUs, so both ends are asked for GPU memory: auto falls back to host memory,
-    required fails saying why for the client and the server. (h100 fails its own port check under that profile.)"""
+    capture) serves. Both profiles have GPUs, so both ends are asked for GPU memory: auto falls back to host memory
+    where perftest has no CUDA, required fails saying why for the client and what the server did. (h100 fails its own
+    port check under that profile.)"""
     only_on(host, "l40s")
     l40s = {"profile": "pcie_l40s_4gpu", "description": "as l40s", "gpu": {"model": "NVIDIA L40S",
             "architecture": "ada", "count": 4, "nvswitch": False},

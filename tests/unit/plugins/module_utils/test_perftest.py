@@ -46,6 +46,8 @@ def test_cuda_support_from_the_help():
     # Debian 12's perftest 4.5+0.17 lists no --use_cuda in `ib_write_bw --help` (seen on the bench, 2026-11-30).
     assert not perftest.supports_cuda("      --report_gbits  Report Max/Average BW of test in Gbit/sec")
     assert perftest.supports_cuda(" --use_cuda=<cuda device id> Use CUDA specific device for GPUDirect RDMA testing")
+    # A CUDA build's help, as `grep cuda` showed it (public).
+    assert perftest.supports_cuda((FIXTURES / "ib-write-bw-help-cuda-grep.txt").read_text())
 
 
 @pytest.mark.parametrize(
@@ -60,6 +62,9 @@ def test_cuda_support_from_the_help():
         ("ib-write-bw-100g-client-gbits.txt", 98.38, 23, "mlx5_0"),
         ("ib-write-bw-cuda-client-gbits.txt", 80.96, 23, "mlx5_0"),
         ("ib-write-bw-cuda-server-gbits.txt", 80.96, 1, "mlx5_0"),
+        # The simulated H100s' GPUDirect runs: the CUDA lines around the table are not rows.
+        ("ib-write-bw-ndr-cuda-client.derived.txt", 392.34, 1, "mlx5_0"),
+        ("ib-write-bw-ndr-cuda-server.derived.txt", 392.34, 1, "mlx5_0"),
     ],
 )
 def test_results_at_100_200_and_400_gbits(capture, average, rows, device):
