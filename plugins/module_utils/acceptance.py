@@ -1581,8 +1581,9 @@ CHECKS = {
     "gpu.fabric": ("NVSwitch fabric registration", _nvswitch, check_gpu_fabric, True),
     "gpu.clocks": ("Clock slowdown at idle", _gpus, check_gpu_clocks, True),
     "gpu.xid": ("Xid and GPU events in the kernel log", _gpus, check_gpu_xid, True),
-    # Not required unless the profile or the operator says: no stage installs DCGM yet.
-    "gpu.dcgm": ("DCGM diagnostics", _gpus, check_gpu_dcgm, False),
+    # The driver stage installs DCGM unless told not to (nvidia_driver_dcgm); a site that leaves it out puts gpu.dcgm
+    # in acceptance_optional.
+    "gpu.dcgm": ("DCGM diagnostics", _gpus, check_gpu_dcgm, True),
     "driver.version": ("Loaded driver is the installed driver", _gpus, check_driver_version, True),
     "driver.persistence": ("Persistence mode", _gpus, check_driver_persistence, True),
     "driver.fabric_manager": ("Fabric manager at the driver's version", _nvswitch, check_driver_fabric_manager, True),

@@ -27,13 +27,14 @@ CHECKS = (
 # join no cluster here (gpuops_kubernetes_join: false).
 NOT_APPLICABLE = ("cuda.runtime", "container.gpus", "kubernetes.ready", "kubernetes.labels", "kubernetes.gpus")
 # A healthy simulated H100 node: fabric manager installed and enabled cannot start without an NVIDIA module in the
-# container's kernel (WARN); the nccl_tests stage did not run here (SKIPPED, not required by converge.yml); DCGM is
-# not installed on it (SKIPPED, not required by default).
+# container's kernel (WARN); the nccl_tests stage did not run here (SKIPPED, not required by converge.yml); DCGM's
+# level-1 diagnostic passes.
 H100 = dict.fromkeys(CHECKS, "PASS") | dict.fromkeys(NOT_APPLICABLE, "SKIPPED") | {
-    "driver.fabric_manager": "WARN", "nccl.single_node": "SKIPPED", "nccl.pairs": "SKIPPED", "gpu.dcgm": "SKIPPED"
+    "driver.fabric_manager": "WARN", "nccl.single_node": "SKIPPED", "nccl.pairs": "SKIPPED"
 }  # fmt: skip
-# The nodes with a hardware fault have no driver installed (prepare): the capture's driver answers, none is installed.
-BARE = H100 | {"driver.version": "ERROR", "driver.fabric_manager": "FAIL"}
+# The nodes with a hardware fault have no driver installed (prepare): the capture's driver answers, none is installed;
+# nor DCGM.
+BARE = H100 | {"driver.version": "ERROR", "driver.fabric_manager": "FAIL", "gpu.dcgm": "SKIPPED"}
 NO_NVML = dict.fromkeys(
     ("gpu.count", "gpu.model", "gpu.pcie", "gpu.ecc", "gpu.memory", "gpu.recovery", "gpu.nvlink", "gpu.fabric",
      "gpu.clocks", "driver.persistence", "inventory.vbios"),
@@ -75,15 +76,21 @@ EXPECTED = {
     "h100-ib-bw-low": ("rejected", BARE | {"fabric.bandwidth": "FAIL"}),
     # Symbol errors rising on mlx5_4 between the stage's two reads of its counters.
     "h100-ib-symbol-errors": ("rejected", BARE | {"fabric.counters": "FAIL"}),
-    # DCGM's level-1 diagnostic fails GPU 3's row remap check (gpu.dcgm is not required: its FAIL alone would not
-    # reject the node; the missing driver does).
-    "h100-dcgm-memory": ("rejected", BARE | {"gpu.dcgm": "FAIL"}),
+    # DCGM's level-1 diagnostic fails GPU 3's row remap check: with the driver userland in place, its FAIL alone
+    # rejects the node.
+    "h100-dcgm-memory": ("rejected", H100 | {"gpu.dcgm": "FAIL"}),
     # A VBIOS mix is a warning in the shipped profile (firmware.vbios_drift: warn): accepted, with the finding.
     "h100-vbios-mix": ("accepted", H100 | {"inventory.vbios": "WARN"}),
     # Upgraded without a reboot: nvidia-smi refuses (no GPU check can judge), the kernel log names the module loaded.
-    "h100-driver-mismatch": ("rejected", H100 | NO_NVML | {"driver.version": "FAIL", "driver.fabric_manager": "FAIL"}),
+    "h100-driver-mismatch": (
+        "rejected",
+        H100 | NO_NVML | {"driver.version": "FAIL", "driver.fabric_manager": "FAIL", "gpu.dcgm": "SKIPPED"},
+    ),
     # Checked on arrival, before any driver: the GPU checks cannot run; fabric manager is not there.
-    "h100-no-driver": ("rejected", H100 | NO_NVML | {"driver.version": "ERROR", "driver.fabric_manager": "FAIL"}),
+    "h100-no-driver": (
+        "rejected",
+        H100 | NO_NVML | {"driver.version": "ERROR", "driver.fabric_manager": "FAIL", "gpu.dcgm": "SKIPPED"},
+    ),
 }
 
 
@@ -145,7 +152,7 @@ def test_the_faults_carry_their_reasons_and_actions() -> None:
     down = checks["h100-ib-port-down"]["fabric.bandwidth"]
     assert (down["fault"], down["reason"]) == ("port_down", "not active here: mlx5_4")
     memory = checks["h100-dcgm-memory"]["gpu.dcgm"]
-    assert (memory["fault"], memory["severity"], memory["required"]) == ("dcgm_memory", "critical", False)
+    assert (memory["fault"], memory["severity"], memory["required"]) == ("dcgm_memory", "critical", True)
     assert memory["reason"] == ("Deployment Page Retirement/Row Remap failed on GPU 3: GPU 3 has uncorrectable "
                                 "memory errors and row remappings are pending")  # fmt: skip
     # l40s ran level 3 in the background (its profile replays a level-3 run for -r 3 only).

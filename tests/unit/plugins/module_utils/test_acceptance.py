@@ -813,7 +813,7 @@ def test_the_interval_unknown_is_said_so():
 )  # fmt: skip
 def test_dcgm_diagnostics(capture, rc, status, fault, reason):
     found = check(judge(dcgm=(f"dcgm/{capture}", rc)), "gpu.dcgm")
-    assert (found["status"], found["fault"], found["required"]) == (status, fault, False)
+    assert (found["status"], found["fault"], found["required"]) == (status, fault, True)
     assert found["reason"].startswith(reason)
     assert found["evidence"] == ["dcgm-diag.json"]
 
@@ -835,7 +835,8 @@ LIMITED = ["/usr/bin/timeout", "--kill-after=10", "7200", "dcgmi", "diag", "-r",
         ({"cmd": LIMITED, "rc": 0, "stdout": fixture("dcgm/sagemaker-hc-r3-a10g-pass.txt"), "stderr": ""}, "PASS",
          "DCGM 3.3.9: 15 test(s) passed, 1 skipped"),
         ({"tool": "dcgmi", "missing": True}, "SKIPPED",
-         "DCGM is not installed on the node (no dcgmi; the driver stage installs it unless nvidia_driver_dcgm is false)"),
+         "DCGM is not installed on the node (no dcgmi; the driver stage installs it unless nvidia_driver_dcgm is "
+         "false)"),
     ],
 )  # fmt: skip
 def test_dcgm_under_its_time_limit(item, status, reason):
@@ -895,7 +896,8 @@ def test_a_dcgm_warning_warns():
     [
         (
             {"tool": "dcgmi", "missing": True},
-            "DCGM is not installed on the node (no dcgmi; the driver stage installs it unless nvidia_driver_dcgm is false)",
+            "DCGM is not installed on the node (no dcgmi; the driver stage installs it unless nvidia_driver_dcgm is "
+            "false)",
         ),
         ({"skipped": "dcgm_level is 0"}, "dcgmi diag was not run: dcgm_level is 0"),
         ({}, "dcgmi diag was not collected"),
@@ -910,6 +912,16 @@ def test_a_required_dcgm_that_did_not_run_leaves_the_node_incomplete():
     result = acceptance.node_results("n1", H100, evidence(dcgm={"tool": "dcgmi", "missing": True}),
                                      required=["gpu.count", "gpu.dcgm"])  # fmt: skip
     assert (check(result, "gpu.dcgm")["required"], result["verdict"]) == (True, "incomplete")
+
+
+def test_dcgm_is_required_by_default_and_optional_where_the_site_leaves_it_out():
+    """The driver stage installs DCGM unless nvidia_driver_dcgm is false: by default a node without it is incomplete;
+    with gpu.dcgm in acceptance_optional the same node is accepted."""
+    missing = evidence(dcgm={"tool": "dcgmi", "missing": True})
+    by_default = acceptance.node_results("n1", H100, missing, optional=["nccl.single_node"])
+    assert (check(by_default, "gpu.dcgm")["required"], by_default["verdict"]) == (True, "incomplete")
+    left_out = acceptance.node_results("n1", H100, missing, optional=["nccl.single_node", "gpu.dcgm"])
+    assert (check(left_out, "gpu.dcgm")["required"], left_out["verdict"]) == (False, "accepted")
 
 
 def test_dcgm_failing_without_output_is_an_error():
@@ -1112,7 +1124,7 @@ def test_the_verdict_of_each_status(required, found, verdict):
 
 def test_the_profile_and_the_operator_choose_the_required_checks():
     assert acceptance.required_checks(L40S) == [i for i in acceptance.CHECKS if i not in (
-        "gpu.nvlink", "gpu.fabric", "gpu.dcgm", "driver.fabric_manager", "nccl.single_node", "nccl.pairs")]  # fmt: skip
+        "gpu.nvlink", "gpu.fabric", "driver.fabric_manager", "nccl.single_node", "nccl.pairs")]  # fmt: skip
     assert acceptance.required_checks({**L40S, "acceptance": {"required": ["gpu.count"]}}) == ["gpu.count"]
     assert acceptance.required_checks(L40S, required=["gpu.model"]) == ["gpu.model"]
     assert "gpu.xid" not in acceptance.required_checks(H100, optional=["gpu.xid"])
