@@ -40,6 +40,32 @@ def test_the_defaults_with_a_control_plane_have_no_problem():
     assert kn.input_problems(BASE) == []
 
 
+@pytest.mark.parametrize(
+    ("url", "minor"),
+    [
+        ("https://pkgs.k8s.io/core:/stable:/v1.30/deb", "1.30"),
+        ("https://pkgs.k8s.io/core:/stable:/v1.32/deb", "1.32"),
+        # The minor's digits, not their prefix: 1.3 is not 1.31.
+        ("https://pkgs.k8s.io/core:/stable:/v1.3/deb", "1.3"),
+        ("http://mirror.example/pkgs.k8s.io/core:/stable:/v2.31/deb", "2.31"),
+    ],
+)
+def test_a_repository_of_another_minor_version_is_named(url, minor):
+    """Each of the project's repositories carries one minor version: the package version must be of that one."""
+    (problem,) = kn.input_problems({**BASE, "k8s_node_repo_url": url})
+    assert problem == (
+        f"k8s_node_repo_url is {url}, the repository of Kubernetes v{minor}, but k8s_node_kubernetes_version is "
+        "1.31.4-1.1 (v1.31): each repository carries one minor version. Fix: k8s_node_repo_url and k8s_node_key_url "
+        "with /core:/stable:/v1.31/deb"
+    )
+
+
+def test_the_repository_of_the_same_minor_version_is_no_problem_through_a_mirror():
+    assert (
+        kn.input_problems({**BASE, "k8s_node_repo_url": "http://m.example/pkgs.k8s.io/core:/stable:/v1.31/deb"}) == []
+    )
+
+
 def test_a_vault_token_needs_its_hash_and_endpoint_and_is_never_shown():
     problems = kn.input_problems({**BASE, "k8s_node_control_plane_host": "", "k8s_node_join_token": "Secret.Token"})
     assert any("k8s_node_join_token is not a bootstrap token" in p for p in problems)
