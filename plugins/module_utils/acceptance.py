@@ -1743,7 +1743,26 @@ def inventory(state):
             for d in state["infiniband"]["devices"]
         ],
         "driver": {"loaded": loaded, "installed": installed_versions(state), "cuda_version": query.get("cuda_version")},
+        "tools": tool_versions(state),
     }
+
+
+def tool_versions(state):
+    """The versions of the tools whose runs the checks judged, as the runs printed them (None where none ran): DCGM's
+    diagnostic, and the NCCL and nccl-tests of the kept single-node measurement."""
+    diag = state["dcgm"].get("diag") or {}
+    kept = state["nccl"].get("node/all_reduce_perf") if isinstance(state["nccl"], dict) else None
+    measured = kept.get("measurement") if isinstance(kept, dict) else None
+    measured = measured if isinstance(measured, dict) else {}
+    return {
+        "dcgm": diag.get("version") or None,
+        "nccl": _text_or_none(measured.get("nccl_version")),
+        "nccl_tests": _text_or_none(measured.get("tests_version")),
+    }
+
+
+def _text_or_none(value):
+    return value if isinstance(value, str) and value else None
 
 
 def node_results(node, hardware, evidence, required=None, optional=(), rack=None, simulated=False, run_id=None):

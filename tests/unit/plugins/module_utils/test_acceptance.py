@@ -397,6 +397,25 @@ def test_a_results_file_without_a_measurement_is_skipped(junk):
     assert check(judge(nccl=junk), "nccl.single_node")["status"] == "SKIPPED"
 
 
+def test_the_tool_versions_are_those_the_judged_runs_printed():
+    measurement = {"largest_busbw_gbps": 480.0, "errors": [], "results": [{}], "rc": 0, "nccl_version": "2.21.5",
+                   "tests_version": "2.13.10"}  # fmt: skip
+    nccl = {"node/all_reduce_perf": {"measurement": measurement}}
+    tools = judge(nccl=nccl)["inventory"]["tools"]
+    # The healthy H100's DCGM run is NVIDIA's level-1 JSON of DCGM 3.1.0.
+    assert tools == {"dcgm": "3.1.0", "nccl": "2.21.5", "nccl_tests": "2.13.10"}
+
+
+@pytest.mark.parametrize(
+    "nccl",
+    [{}, [], {"node/all_reduce_perf": "x"}, {"node/all_reduce_perf": {"measurement": 3}},
+     {"node/all_reduce_perf": {"measurement": {"nccl_version": 2.21, "tests_version": ""}}}],
+)  # fmt: skip
+def test_no_run_or_no_printed_version_is_none(nccl):
+    tools = judge(nccl=nccl, dcgm={"tool": "dcgmi", "missing": True})["inventory"]["tools"]
+    assert tools == {"dcgm": None, "nccl": None, "nccl_tests": None}
+
+
 def test_the_driver_loaded_must_be_the_driver_installed():
     assert check(judge(nvml=("565.57.01",)), "driver.version")["status"] == "PASS"
     found = check(judge(nvml=("570.86.15",)), "driver.version")
