@@ -121,6 +121,10 @@ messages:
   returned: always
   type: list
   elements: str
+output:
+  description: What ib_write_bw printed on stdout, as printed (its last 8000 characters), the run's raw evidence.
+  returned: always
+  type: str
 gpudirect:
   description: Whether GPU memory was used (O(gpu) set and this perftest supports CUDA).
   returned: always
@@ -146,6 +150,8 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import perftest
 from ansible_collections.gpuops.bringup.plugins.module_utils.command import ToolRunner
 from ansible_collections.gpuops.bringup.plugins.module_utils.infiniband import AnyReturnCode
 
+# A run prints a few kilobytes; a hostile or broken binary could print without end.
+OUTPUT_LIMIT = 8000
 NO_CUDA = "this perftest was built without CUDA (ib_write_bw --help offers no --use_cuda): it cannot use GPU memory"
 
 
@@ -186,6 +192,7 @@ def run(tool, params, cuda=None):
         "rows": parsed["rows"],
         "link_type": parsed["link_type"],
         "messages": parsed["messages"],
+        "output": (out or "")[-OUTPUT_LIMIT:],
         "gpudirect": gpudirect,
         "cuda_support": cuda,
     }

@@ -45,6 +45,13 @@ def test_gpudirect_only_where_perftest_has_cuda(help_text, gpudirect):
     assert ("--use_cuda=0" in tool.calls[-1]) is gpudirect
 
 
+def test_the_output_is_kept_as_printed_and_bounded():
+    assert perftest_bw.run(Tool({"run": (0, RESULT, "")}), params())["output"] == RESULT
+    huge = "x" * 20000 + RESULT
+    assert perftest_bw.run(Tool({"run": (0, huge, "")}), params())["output"] == huge[-perftest_bw.OUTPUT_LIMIT :]
+    assert perftest_bw.run(Tool({"run": (1, "", NO_DEVICE)}), params())["output"] == ""
+
+
 def test_without_a_gpu_perftest_is_not_asked_about_cuda():
     tool = Tool({"run": (0, RESULT, "")})
     result = perftest_bw.run(tool, params())
