@@ -1449,11 +1449,17 @@ def check_inventory_hca_firmware(state, hardware, gate_values):
     return _outcome("PASS", f"every adapter at or above {minimum}", versions, minimum, evidence=evidence)
 
 
-def _measurement(kept):
-    """The kept all_reduce_perf measurement of results.json in the shape nccl_tests.verdict reads, or None when the
-    file holds none (any other shape is read as none: the node wrote it)."""
+def _kept(state, key):
+    """The measurement the nccl_tests stage kept under key in results.json, or None when the file holds none (any
+    other shape is read as none: the node wrote it)."""
+    kept = state["nccl"].get(key) if isinstance(state["nccl"], dict) else None
     measured = kept.get("measurement") if isinstance(kept, dict) else None
-    if not isinstance(measured, dict):
+    return measured if isinstance(measured, dict) else None
+
+
+def _measurement(measured):
+    """The kept all_reduce_perf measurement in the shape nccl_tests.verdict reads, or None without one."""
+    if measured is None:
         return None
     value = measured.get("largest_busbw_gbps")
     errors = measured.get("errors")
@@ -1469,7 +1475,7 @@ def _measurement(kept):
 def check_nccl_single_node(state, hardware, gate_values):
     gate = gate_values.get("nccl_all_reduce_busbw_gbps")
     evidence = ("nccl-tests-results.json",)
-    measured = _measurement(state["nccl"].get("node/all_reduce_perf") if isinstance(state["nccl"], dict) else None)
+    measured = _measurement(_kept(state, "node/all_reduce_perf"))
     if measured is None:
         where = acceptance_evidence.NCCL_RESULTS
         return _outcome("SKIPPED", f"no all_reduce_perf measurement on the node ({where}): the nccl_tests stage has "
@@ -1491,9 +1497,8 @@ def check_nccl_single_node(state, hardware, gate_values):
 def check_nccl_pairs(state, hardware, gate_values):
     gate = gate_values.get("nccl_pair_busbw_gbps")
     evidence = ("nccl-tests-results.json",)
-    kept = state["nccl"].get(nccl_tests_pairs.KEY) if isinstance(state["nccl"], dict) else None
-    measured = kept.get("measurement") if isinstance(kept, dict) else None
-    if not isinstance(measured, dict):
+    measured = _kept(state, nccl_tests_pairs.KEY)
+    if measured is None:
         return _outcome("SKIPPED", "no pair measurement on the node: the nccl_tests stage has not run here with "
                         "nccl_tests_pairs: true and another node", None, gate, evidence=evidence)  # fmt: skip
     if gate is None:
@@ -1751,9 +1756,7 @@ def tool_versions(state):
     """The versions of the tools whose runs the checks judged, as the runs printed them (None where none ran): DCGM's
     diagnostic, and the NCCL and nccl-tests of the kept single-node measurement."""
     diag = state["dcgm"].get("diag") or {}
-    kept = state["nccl"].get("node/all_reduce_perf") if isinstance(state["nccl"], dict) else None
-    measured = kept.get("measurement") if isinstance(kept, dict) else None
-    measured = measured if isinstance(measured, dict) else {}
+    measured = _kept(state, "node/all_reduce_perf") or {}
     return {
         "dcgm": diag.get("version") or None,
         "nccl": _text_or_none(measured.get("nccl_version")),

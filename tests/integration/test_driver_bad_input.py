@@ -104,15 +104,11 @@ NODES = {
     "bare": ("debian13", ""),
     "ubuntu": ("debian12", ""),
 }
-# The driver from the bench's stand-in of NVIDIA's debian12 repository, through the mirror.
-CUDA_REPO = {
-    "nvidia_driver_source": "cuda_repo",
-    "gpuops_mirror_url": MIRROR,
-    "nvidia_driver_cuda_repo_key_fingerprint": BENCH_KEY_FINGERPRINT,
-}
 # NVIDIA's repository through the mirror, for DCGM (on by default) where the driver is Debian's: what a node that
 # reaches NVIDIA's repository has, so that a case fails on its own input.
 MIRRORED = {"gpuops_mirror_url": MIRROR, "nvidia_driver_cuda_repo_key_fingerprint": BENCH_KEY_FINGERPRINT}
+# The driver from the bench's stand-in of NVIDIA's debian12 repository, through the mirror.
+CUDA_REPO = {"nvidia_driver_source": "cuda_repo", **MIRRORED}
 
 NODE_CASES = {
     "open_modules_on_pre_turing_gpus": (
