@@ -350,8 +350,10 @@ def _metrics(result):
     result["max_busbw_gbps"] = max(values) if values else None
     if result["results"]:
         largest = max(result["results"], key=lambda row: row["size"])
-        sides = [s["busbw_gbps"] for s in (largest["out_of_place"], largest["in_place"]) if s["busbw_gbps"] is not None]
-        result["largest_busbw_gbps"] = max(sides) if sides else None
+        # _row keeps no row without a bus bandwidth on either side.
+        result["largest_busbw_gbps"] = max(
+            s["busbw_gbps"] for s in (largest["out_of_place"], largest["in_place"]) if s["busbw_gbps"] is not None
+        )
 
 
 def _errors(result, failures, mpi_failed, mpi_exit, seen_header, seen_summary, text):
@@ -407,9 +409,7 @@ def verdict(parsed, rc=None, min_busbw_gbps=None, metric="max"):
 
 def mpirun_args(mpirun, env_names):
     """Arguments for mpirun before the benchmark: hostfile, process count, extra arguments, -x for each env name."""
-    args = []
-    if mpirun.get("hostfile"):
-        args += ["--hostfile", mpirun["hostfile"]]
+    args = ["--hostfile", mpirun["hostfile"]] if mpirun.get("hostfile") else []
     if mpirun.get("np") is not None:
         args += ["-np", str(mpirun["np"])]
     if mpirun.get("npernode") is not None:

@@ -548,3 +548,181 @@ def test_a_non_zero_exit_fails_a_complete_output():
 )
 def test_mpirun_args(mpirun, env, args):
     assert nccl_tests.mpirun_args(mpirun, env) == args
+
+
+@pytest.mark.parametrize(
+    ("code", "version"),
+    # The first code of each scheme, and codes whose digits a wrong divisor or modulus would misplace.
+    [(10000, "1.0.0"), (9999, "9.9.99"), (21900, "2.19.0"), (30000, "3.0.0"), (1000, "1.0.0"), (2100, "2.1.0")],
+)
+def test_version_from_code_at_the_edges_of_its_two_schemes(code, version):
+    assert nccl_tests.version_from_code(code) == version
+
+
+def header_tokens(name):
+    """The column header line of a capture ('#  size  count  type ... time  algbw  busbw ...'), split."""
+    return next(line.split() for line in text(name).splitlines() if " size " in line and " time " in line)
+
+
+def row_tokens(name, index):
+    return [line.split() for line in text(name).splitlines() if line.strip()[:1].isdigit()][index]
+
+
+@pytest.mark.parametrize(
+    ("name", "columns"),
+    [
+        (H100_SINGLE, (["size", "count", "type", "redop", "root"], "#wrong")),
+        (OLD_FORMAT, (["size", "count", "type", "redop"], "error")),
+    ],
+)
+def test_columns_come_from_the_header(name, columns):
+    assert nccl_tests._columns(header_tokens(name)) == columns
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [
+        ["#", "size", "count", "type"],  # no time column
+        ["#", "count", "type", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"],  # no size
+        # A value column too many, and a key column nccl-tests never printed.
+        ["#", "size", "count", "type", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "x"],
+        ["#", "size", "count", "dtype", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"],
+    ],
+)
+def test_lines_that_are_no_column_header(tokens):
+    assert nccl_tests._columns(tokens) is None
+
+
+def test_a_header_without_its_hash_is_still_a_header():
+    tokens = header_tokens(H100_SINGLE)
+    assert nccl_tests._columns([t for t in tokens if t != "#"]) == nccl_tests._columns(tokens)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "columns"),
+    [
+        # The current layout: redop and root.
+        (row_tokens(H100_SINGLE, -1), (["size", "count", "type", "redop", "root"], "#wrong")),
+        # The old layout with redop (all_reduce), its error column N/A (validation off).
+        (row_tokens(OLD_FORMAT, -1), (["size", "count", "type", "redop"], "#wrong")),
+        # The old layout's rooted collectives (broadcast, reduce) print a root where all_reduce prints its redop;
+        # with validation on, the error column holds a number as %g prints it.
+        (
+            ["1024", "256", "float", "0", "36.07", "0.03", "0.05", "2e-07", "35.77", "0.03", "0.05", "2e-07"],
+            (["size", "count", "type", "root"], "error"),
+        ),
+        (
+            ["1024", "256", "float", "sum", "36.07", "0.03", "0.05", "0.001", "35.77", "0.03", "0.05", "0.001"],
+            (["size", "count", "type", "redop"], "error"),
+        ),
+        # The oldest layout: neither redop nor root.
+        (
+            ["1024", "256", "float", "36.07", "0.03", "0.05", "0", "35.77", "0.03", "0.05", "0"],
+            (["size", "count", "type"], "#wrong"),
+        ),
+        (["1024", "256", "float", "36.07", "0.03", "0.05", "0"], None),
+    ],
+)
+def test_columns_guessed_from_a_row_alone(tokens, columns):
+    assert nccl_tests._guess_columns(tokens) == columns
+
+
+def test_an_error_column_with_numbers():
+    """The old layout with validation on: its error column holds the largest error, not a count."""
+    edited = text(OLD_FORMAT).replace("63896  134.44  235.26    N/A", "63896  134.44  235.26  2e-07", 1)
+    last = nccl_tests.parse(edited)["results"][-1]
+    assert (last["out_of_place"]["error"], last["out_of_place"]["wrong"]) == (2e-07, None)
+    assert (last["in_place"]["error"], last["in_place"]["wrong"]) == (None, None)
+    assert nccl_tests.parse(text(H100_SINGLE))["results"][-1]["in_place"]["error"] is None
+
+
+@pytest.mark.parametrize(
+    ("row", "kept"),
+    [
+        # The last row of the 8x H100 run, and the same cut short or with a cell that is no number where a number
+        # belongs (as a killed run or interleaved output leaves it).
+        ("4294967296  1073741824  float  sum  -1  15870  270.63  473.60  0  15773  272.30  476.53  0", True),
+        ("4294967296  1073741824  float  sum  -1  15870  270.63  473.60  0  15773", False),
+        ("4294967296  1073741824  float  sum  -1  15870  270.63  473.60  0  15773  272.30  476.53  0  7", False),
+        ("4294967296  1073741824  float  sum  N/A  15870  270.63  473.60  0  15773  272.30  476.53  0", False),
+        ("4294967296  many  float  sum  -1  15870  270.63  473.60  0  15773  272.30  476.53  0", False),
+        ("4294967296  1073741824  float  sum  -1  15870  270.63  N/A  0  15773  272.30  N/A  0", False),
+        # One side with a figure is a measurement.
+        ("4294967296  1073741824  float  sum  -1  15870  270.63  473.60  0  15773  272.30  N/A  0", True),
+        ("4294967296  1073741824  float  sum  -1  15870  270.63  N/A  0  15773  272.30  476.53  0", True),
+    ],
+)
+def test_a_row_is_kept_only_when_every_cell_reads(row, kept):
+    header = next(line for line in text(H100_SINGLE).splitlines() if " size " in line and " time " in line)
+    results = nccl_tests.parse(f"{header}\n{row}\n")["results"]
+    assert len(results) == (1 if kept else 0)
+    if kept:
+        assert results[0]["in_place"]["time_us"] == 15773.0
+
+
+def test_a_row_of_the_oldest_layout_is_read():
+    row = "1024 256 float 36.07 0.03 0.05 0 35.77 0.03 0.05 0"
+    (result,) = nccl_tests.parse(row)["results"]
+    assert (result["type"], result["redop"], result["root"], result["in_place"]["busbw_gbps"]) == (
+        "float", None, None, 0.05)  # fmt: skip
+
+
+def test_an_empty_result_has_every_key_parse_sets():
+    assert set(nccl_tests.empty_result()) == set(nccl_tests.parse(text(H100_SINGLE)))
+    assert nccl_tests.parse("")["tests_version"] is None
+
+
+def test_the_default_metric_is_the_peak():
+    # Two H100 nodes: peak 167.87 GB/s, 155.57 at the largest size.
+    assert nccl_tests.verdict(parse(H100_SRUN), 0, 160) == (True, [])
+    assert nccl_tests.verdict(parse(H100_SRUN), 0, 160, "largest")[0] is False
+
+
+@pytest.mark.parametrize(("wrong", "failed"), [("0", False), ("1", True)])
+def test_one_wrong_element_fails_the_run(wrong, failed):
+    """The 8x H100 run with the #wrong cells of its last row set to wrong."""
+    lines = text(H100_SINGLE).splitlines()
+    last = max(i for i, line in enumerate(lines) if line.strip()[:1].isdigit())
+    tokens = lines[last].split()
+    tokens[8] = tokens[12] = wrong
+    lines[last] = "  ".join(tokens)
+    errors = nccl_tests.parse("\n".join(lines))["errors"]
+    assert bool(errors) is failed
+    assert not failed or errors[0].startswith("#wrong > 0: 1 of 6 sizes returned wrong data")
+
+
+def test_an_aborted_mpirun_without_an_exit_code():
+    edited = "\n".join(line for line in text(WARN_ABORT).splitlines() if "Exit code:" not in line)
+    assert "mpirun: a process exited with non-zero status and the job was aborted" in nccl_tests.parse(edited)["errors"]
+
+
+def test_warnings_are_kept_up_to_twenty():
+    lines = [f"node1:1:1 [0] NCCL WARN Net : connecting to address {n} failed" for n in range(21)]
+    assert len(nccl_tests.parse("\n".join(lines))["warnings"]) == 20
+    assert len(nccl_tests.parse("\n".join(lines[:20]))["warnings"]) == 20
+
+
+@pytest.mark.parametrize(
+    ("flags", "gpudirect_rdma"),
+    [((1, 1), True), ((1, 0), False), ((0,), False)],
+)
+def test_gpudirect_rdma_from_the_ring_lines(flags, gpudirect_rdma):
+    """NCCL 2.19 and later print 'Connected all rings, use ring PXN 0 GDR <0|1>' once per rank (the line as public
+    NCCL_DEBUG=INFO logs show it); without network channel lines they are the evidence."""
+    lines = [f"host:1:2 [{rank}] NCCL INFO Connected all rings, use ring PXN 0 GDR {flag}"
+             for rank, flag in enumerate(flags)]  # fmt: skip
+    transport = nccl_tests.parse("\n".join(lines))["transport"]
+    assert (transport["gpudirect_rdma"], transport["gpudirect_rdma_evidence"]) == (gpudirect_rdma, "rings")
+
+
+def test_ring_lines_yield_to_channel_lines():
+    lines = text(GATHER_TRUNCATED) + "\nn013:1:2 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 0\n"
+    transport = nccl_tests.parse(lines)["transport"]
+    assert (transport["gpudirect_rdma"], transport["gpudirect_rdma_evidence"]) == (True, "channels")
+
+
+def test_hca_lines_say_which_hca_has_gpudirect_rdma():
+    """The DGX OS 25.01 lines with mlx5_1's said Enabled: NCCL can use GPUDirect RDMA through one HCA at least."""
+    enabled = text(GDR_DISABLED).replace("Disabled for HCA 1 'mlx5_1'", "Enabled for HCA 1 'mlx5_1'")
+    assert enabled != text(GDR_DISABLED)
+    assert nccl_tests.parse(enabled)["transport"]["gpudirect_rdma"] is True
