@@ -3,6 +3,7 @@ JSON of DCGM 3, and what is not a diagnostic."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,91 @@ def test_summary_of_a_run_without_tests_has_not_passed():
     found = summary("dcgm-254-r3-4.4.1-error-plugins.txt")
     assert (found["tests"], found["passed"]) == ([], False)
     assert found["messages"][0].startswith("Error: Unable to complete diagnostic for entities 0,1,2,3")
+
+
+def diag4(results, name="memory", category="Hardware", extra=""):
+    """A DCGM 4 document (the shape of test_dcgm_4_json_shape) with one test of the given results."""
+    return json.dumps(
+        {"DCGM Diagnostic": {"test_categories": [{"category": category, "tests": [{"name": name, "results": results}]}],
+                             "metadata": {"version": "4.4.1"}}} | (json.loads(extra) if extra else {})
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("entity", "gpus"), [(4095, {4095: "pass"}), (4096, {}), ("4095,4096", {4095: "pass"})])
+def test_gpu_ids_stop_below_4096(entity, gpus):
+    test = dcgm.parse_diag(diag4([{"entity_id": entity, "status": "Pass"}]))["tests"][0]
+    assert test["gpus"] == gpus
+    # A result for no GPU it can name reads as one for every GPU.
+    assert test["all"] == (None if gpus else "pass")
+
+
+@pytest.mark.parametrize(
+    "warnings",
+    [
+        [{"error_id": 1, "message": "GPU 1 failed"}],
+        [{"error_id": 1, "info": "GPU 1 failed"}],
+        [5, None, " ", {"error_id": 1}, "GPU 1 failed"],
+    ],
+)
+def test_warning_text_under_any_of_its_keys(warnings):
+    test = dcgm.parse_diag(diag4([{"entity_id": 1, "status": "Fail", "warnings": warnings}]))["tests"][0]
+    assert test["warnings"] == ["GPU 1 failed"]
+
+
+def test_every_result_adds_its_warnings_and_info():
+    results = [{"entity_id": 0, "status": "Fail", "warnings": "GPU 0 a", "info": "i0"},
+               {"entity_id": 1, "status": "Fail", "warnings": "GPU 1 b", "info": "i1"}]  # fmt: skip
+    test = dcgm.parse_diag(diag4(results))["tests"][0]
+    assert (test["warnings"], test["info"]) == (["GPU 0 a", "GPU 1 b"], ["i0", "i1"])
+
+
+def test_a_gpu_with_two_results_keeps_the_worst():
+    results = [
+        {"entity_id": 2, "status": "Fail"},
+        {"entity_id": 2, "status": "Pass"},
+        {"entity_id": 3, "status": "Pass"},
+    ]
+    assert dcgm.parse_diag(diag4(results))["tests"][0]["gpus"] == {2: "fail", 3: "pass"}
+
+
+def test_what_a_document_leaves_out():
+    """Nulls and strays among the results and tests are passed over, later ones read; names and categories that are
+    missing read unknown; a result without a status is not run; the version may sit at the top level."""
+    results = [None, {"entity_id": 0}, {"entity_id": 1, "status": "Pass"}]
+    categories = [None, {"tests": [None, {"results": results}]}]
+    document = json.dumps({"version": "3.3.9", "DCGM GPU Diagnostic": {"test_categories": categories}})
+    result = dcgm.parse_diag(document)
+    assert result["version"] == "3.3.9"
+    (test,) = result["tests"]
+    assert (test["category"], test["name"], test["gpus"]) == ("unknown", "unknown", {0: "not_run", 1: "pass"})
+    assert dcgm.parse_diag(diag4([]))["tests"][0]["status"] == "not_run"
+
+
+def test_a_warned_gpu_carries_its_message_and_the_test_its_warnings():
+    results = [{"entity_id": 0, "status": "Warn", "warnings": "GPU 0 runs hot"}, {"entity_id": 1, "status": "Pass"}]
+    found = dcgm.summary(dcgm.parse_diag(diag4(results, name="Targeted Stress", category="Stress")))
+    test = found["tests"][0]
+    gpus = [(g["gpu"], g["status"], g["message"]) for g in test["gpus"]]
+    assert gpus == [(0, "warn", "GPU 0 runs hot"), (1, "pass", None)]
+    assert (found["messages"], found["passed"]) == (["Stress Targeted Stress: GPU 0 runs hot"], True)
+
+
+def test_a_warning_naming_no_gpu_belongs_to_every_failed_gpu():
+    results = [
+        {"entity_id": 0, "status": "Fail", "warnings": ["the test timed out", "the second says more"]},
+        {"entity_id": 1, "status": "Fail", "warnings": "GPU 1 too"},
+        {"entity_id": 2, "status": "Pass"},
+    ]
+    gpus = dcgm.summary(dcgm.parse_diag(diag4(results)))["tests"][0]["gpus"]
+    assert [g["message"] for g in gpus] == ["the test timed out", "GPU 1 too", None]
+
+
+def test_a_failure_of_all_gpus_beside_per_gpu_results_fails_only_the_failed_ones():
+    results = [{"status": "Fail", "warnings": "GPU 5 lost"}, {"entity_id": 0, "status": "Pass"}]
+    found = dcgm.summary(dcgm.parse_diag(diag4(results)))
+    assert (found["failed_gpus"], found["passed"]) == ([], False)
+
+
+def test_up_to_twenty_error_lines():
+    text = "\n".join(f"Error: unable to reach GPU {n}" for n in range(21))
+    assert len(dcgm.parse_diag(text)["errors"]) == 20
