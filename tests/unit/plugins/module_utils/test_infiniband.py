@@ -535,3 +535,123 @@ def test_rdma_link_ignores_other_lines_and_keeps_the_first_of_a_port():
     assert infiniband.parse_rdma_link(text) == {
         "mlx5_0/1": {"state": "DOWN", "physical_state": None, "netdev": "a"},
     }
+
+
+@pytest.mark.parametrize(
+    ("name", "found"),
+    [
+        (AZURE_FLAT, [("warning", "port_not_active",
+                       "mlx5_ib0 port 1 has a physical link but is init: no subnet manager has brought it up")]),
+        (MLX5_4_DOWN, [("warning", "port_polling", "mlx5_4 port 1 is down and polling: no link partner (cable, "
+                        "transceiver or switch port)"),
+                       ("info", "link_layer_mismatch", "mlx5_bond_0 port 1 is active on Ethernet, expected InfiniBand; "
+                        "not counted")]),
+        (NCCL_TESTS_350, [("info", "link_layer_mismatch", "mlx5_0 port 1 is active on Ethernet, expected InfiniBand; "
+                           "not counted"), ("info", "port_disabled", "mlx5_1 port 1 is disabled"),
+                          ("info", "port_disabled", "mlx5_3 port 1 is disabled")]),
+    ],
+)  # fmt: skip
+def test_findings_messages_of_the_captures(name, found):
+    devices = infiniband.parse_ibstat(ibstat(name))["devices"]
+    result = infiniband.findings(devices, None, None, "InfiniBand")
+    assert [(f["severity"], f["code"], f["message"]) for f in result] == found
+
+
+def mlx5_4(**changes):
+    """The derived NDR node's devices with mlx5_4's port 1 changed (states as the parsers spell them)."""
+    devices = infiniband.parse_ibstat(ibstat(MLX5_4_DOWN))["devices"]
+    device(devices, "mlx5_4")["ports"][0].update(changes)
+    return devices
+
+
+@pytest.mark.parametrize(
+    ("changes", "code", "message"),
+    [
+        # A physical state none of the others: Sleep (a port the SM put to sleep), or none reported.
+        ({"physical_state": "sleep"}, "port_down", "mlx5_4 port 1 is down (physical state sleep)"),
+        ({"physical_state": None, "state": None}, "port_down",
+         "mlx5_4 port 1 is in an unknown state (physical state unknown)"),
+        ({"state": None}, "port_polling",
+         "mlx5_4 port 1 is not active and polling: no link partner (cable, transceiver or switch port)"),
+        ({"physical_state": "link_up", "state": None}, "port_not_active",
+         "mlx5_4 port 1 has a physical link but is in an unknown state: no subnet manager has brought it up"),
+        # Ethernet has no subnet manager.
+        ({"physical_state": "link_up", "link_layer": "Ethernet"}, "port_not_active",
+         "mlx5_4 port 1 has a physical link but is down: see its link"),
+    ],
+)  # fmt: skip
+def test_findings_of_each_port_state(changes, code, message):
+    (found,) = infiniband.findings(mlx5_4(**changes))
+    assert (found["severity"], found["code"], found["device"], found["port"], found["message"]) == (
+        "warning", code, "mlx5_4", 1, message)  # fmt: skip
+
+
+def test_a_port_of_another_network_does_not_hide_the_next_port():
+    devices = mlx5_4()
+    first = device(devices, "mlx5_0")
+    first["ports"] = [{**first["ports"][0], "port": 2, "link_layer": "Ethernet"}, first["ports"][0]]
+    found = infiniband.findings(devices, 8, None, "InfiniBand")
+    assert codes(found) == [("active_ports_low", None, None), ("link_layer_mismatch", "mlx5_0", 2),
+                            ("link_layer_mismatch", "mlx5_bond_0", 1), ("port_polling", "mlx5_4", 1)]  # fmt: skip
+    assert found[-1]["message"].startswith("7 active InfiniBand port(s) found, expected 8: mlx5_0/1, ")
+
+
+def test_active_ports_of_any_link_layer():
+    found = infiniband.findings(mlx5_4(), 9)
+    assert found[-1]["message"].startswith("8 active port(s) found, expected 9: mlx5_0/1, ")
+
+
+PERFQUERY = IBSTAT.parent / "perfquery"
+
+
+def perfquery(name):
+    return infiniband.parse_perfquery((PERFQUERY / name).read_text(errors="replace"))
+
+
+@pytest.mark.parametrize(
+    ("name", "header", "errors", "messages"),
+    [
+        ("treydock-hca-edr-lid133.txt", (133, 1, True), (0, 0, 0, 0), []),
+        ("treydock-hca-edr-lid133-symbol-errors.derived.txt", (133, 1, True), (37, 0, 0, 0), []),
+        ("treydock-switch-edr-lid2052-errors.txt", (2052, 1, True), (0, 1, 20046, 41864608), []),
+        # Two ports' blocks: the first port's is read.
+        ("treydock-switch-edr-lid1719-2ports.txt", (1719, 1, True), (0, 0, 0, 22730501), []),
+        ("infiniband-diags-16-rhel75-zero.txt", (10, 1, True), (0, 0, 0, 0), []),
+        ("debian12-mlx5_0-missing.stdout", (None, None, False), None,
+         ["perfquery: iberror: failed: Failed to open 'mlx5_0' port '1'"]),
+        ("infiniband_exporter-26-client-register.stderr", (None, None, False), None,
+         ["ibwarn: [299010] mad_rpc_open_port: client_register for mgmt 1 failed",
+          "perfquery: iberror: failed: Failed to open '(null)' port '0'"]),
+    ],
+)  # fmt: skip
+def test_perfquery_of_the_captures(name, header, errors, messages):
+    found = perfquery(name)
+    assert (found["lid"], found["port"], found["extended"]) == header
+    counters = found["counters"]
+    names = ("symbol_error", "link_downed", "port_xmit_discards", "port_xmit_wait")
+    assert (tuple(counters[n] for n in names) if counters else None) == errors
+    assert (found["saturated"], found["messages"]) == ([], messages)
+
+
+def test_perfquery_messages_do_not_end_the_read():
+    names = ("debian12-mlx5_0-missing.stderr", "treydock-hca-edr-lid133.txt")
+    text = "".join((PERFQUERY / n).read_text() for n in names)
+    found = infiniband.parse_perfquery(text)
+    assert (found["lid"], len(found["messages"]), found["counters"]["port_rcv_packets"]) == (133, 2, 100583719365)
+
+
+@pytest.mark.parametrize(
+    ("value", "saturated"), [("65534", []), ("65535", ["symbol_error"])]
+)  # fmt: skip
+def test_a_16_bit_counter_at_its_maximum_is_saturated(value, saturated):
+    """The lid133 capture as perfquery prints it without -x (the header of PortCounters), its SymbolErrorCounter set
+    to value: a counter that stopped at its maximum can no longer show a rise."""
+    text = (PERFQUERY / "treydock-hca-edr-lid133.txt").read_text()
+    text = text.replace("# Port extended counters:", "# Port counters:")
+    text = text.replace("SymbolErrorCounter:..............0", f"SymbolErrorCounter:..............{value}")
+    found = infiniband.parse_perfquery(text)
+    # (Its data counters, 64-bit figures, read as saturated 32-bit ones: this edit's doing.)
+    assert (found["extended"], found["counters"]["symbol_error"]) == (False, int(value))
+    assert [n for n in found["saturated"] if n == "symbol_error"] == saturated
+    extended = infiniband.parse_perfquery(text.replace("# Port counters:", "# Port extended counters:"))
+    assert extended["saturated"] == []
