@@ -175,3 +175,50 @@ def test_a_nodes_rack_is_its_first_rack_group():
     assert acceptance_results.rack_of(["hgx_h100_8gpu", "rack_b02", "rack_a01"]) == "rack_a01"
     assert acceptance_results.rack_of(["hgx_h100_8gpu"]) is None
     assert acceptance_results.rack_of(None) is None
+
+
+def test_evidence_entries_keep_what_each_read_said():
+    """A command's output (undecodable bytes come back from Ansible as lone surrogates), a file's copy, a file that is
+    not there, a read that did not apply; names that are no evidence file are left out."""
+    evidence = {
+        "nvidia-smi-topo.txt": {"cmd": ["nvidia-smi", "topo", "-m"], "rc": 0, "stdout": "GPU0 \udcff X\n",
+                                "stderr": "warn \udcfe", "truncated": True},
+        "dkms-status.txt": {"path": "/var/lib/dkms", "missing": True, "source": "sysfs"},
+        "ibstat.txt": {"cmd": ["ibstat"], "rc": None, "skipped": "no RDMA adapter", "stdout": None, "stderr": ""},
+        "not-evidence.txt": {"cmd": ["true"], "stdout": "x"},
+    }  # fmt: skip
+    files, entries = acceptance_results.evidence_entries(evidence)
+    assert files == {"nvidia-smi-topo.txt": b"GPU0 ? X\n", "nvidia-smi-topo.txt.stderr": b"warn ?"}
+    assert {e["name"]: e for e in entries} == {
+        "nvidia-smi-topo.txt": {"name": "nvidia-smi-topo.txt", "command": ["nvidia-smi", "topo", "-m"], "rc": 0,
+                                "missing": False, "skipped": None, "truncated": True, "source": None,
+                                "file": "nvidia-smi-topo.txt", "stderr_file": "nvidia-smi-topo.txt.stderr"},
+        "dkms-status.txt": {"name": "dkms-status.txt", "command": "/var/lib/dkms", "rc": None, "missing": True,
+                            "skipped": None, "truncated": False, "source": "sysfs"},
+        "ibstat.txt": {"name": "ibstat.txt", "command": ["ibstat"], "rc": None, "missing": False,
+                       "skipped": "no RDMA adapter", "truncated": False, "source": None},
+    }  # fmt: skip
+
+
+def test_documents_are_indented_json_in_their_own_order_with_their_own_characters(tmp_path):
+    run_dir = tmp_path / "r"
+    doc = {**document(), "summary": "n1 (hgx_h100_8gpu): REJECTED, Grüße"}
+    acceptance_results.write_node(str(run_dir), doc, {})
+    text = (run_dir / "nodes" / "n1.json").read_text(encoding="utf-8")
+    assert text == json.dumps({**doc, "evidence": []}, indent=2, ensure_ascii=False) + "\n"
+    assert "Grüße" in text and text.startswith('{\n  "schema"')
+    # A text with a lone surrogate is written with it replaced, as UTF-8; nothing else is left in the directory.
+    acceptance_results.write_file(str(tmp_path / "t" / "a.txt"), "a \udcff")
+    assert [p.name for p in (tmp_path / "t").iterdir()] == ["a.txt"]
+    assert (tmp_path / "t" / "a.txt").read_bytes() == b"a ?"
+
+
+def test_the_run_entries_of_a_node_and_of_an_unreachable_one(tmp_path):
+    entry = acceptance_results.node_entry(document())
+    assert (entry["results"], entry["finished_at"], entry["simulated"]) == (
+        "nodes/n1.json", "2026-12-05T09:15:07Z", True)  # fmt: skip
+    down = acceptance_results.unreachable_entry("n9", "rack_a", "hgx_h100_8gpu", "unreachable")
+    assert (down["accepted"], down["simulated"], down["results"], down["verdict"]) == (False, False, None, "incomplete")
+    assert down["counts"] == {"PASS": 0, "WARN": 0, "FAIL": 0, "ERROR": 0, "SKIPPED": 0}
+    acceptance_results.write_run(str(tmp_path / "r"), RUN, [entry, down])
+    assert [n["node"] for n in json.loads((tmp_path / "r" / "run.json").read_text())["nodes"]] == ["n1", "n9"]
