@@ -91,6 +91,10 @@ _API_MISMATCH = re.compile(
     re.ASCII,
 )
 _NVLINK5_XIDS = frozenset(range(144, 151))
+# Xid 154 names the recovery the GPU now needs: "... changed from 0x0 (None) to 0x1 (GPU Reset Required)" (0x1 reads
+# "PF FLR" on some drivers, 0x2 "Node Reboot Required" or "OS Reboot", 0x4 "Drain and Reset"). Anything but 0x0 means
+# the GPU cannot be used until it is done.
+_RECOVERY_ACTION = re.compile(r"\bto\s+0x([0-9a-fA-F]{1,8})\b")
 _JOURNAL_MARKER = "-- "
 
 
@@ -192,8 +196,11 @@ def _xid_event(code, bus, rest):
     # The NVLink5 Xids say in the message whether this occurrence is fatal ("... Nonfatal XC0 i0 Link 13 (...)").
     if code in _NVLINK5_XIDS and re.search(r"\bNon-?fatal\b", rest, re.IGNORECASE):
         event["severity"] = "warning"
-    if code == 154 and re.search(r"Reset Required|Reboot Required|Drain", rest, re.IGNORECASE):
-        event["severity"] = "critical"
+    if code == 154:
+        action = _RECOVERY_ACTION.search(rest)
+        needed = int(action.group(1), 16) != 0 if action else re.search(r"Reset|Reboot|Drain", rest, re.IGNORECASE)
+        if needed:
+            event["severity"] = "critical"
     return event
 
 

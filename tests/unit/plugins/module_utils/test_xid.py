@@ -157,6 +157,31 @@ CASES = {
     "empty.log": (0, [], {"xid_counts": {}, "worst_severity": "none", "unknown_xids": []}),
     # The driver's version messages are no GPU error events (driver_messages reads them, below).
     "dmesg-loading-api-mismatch-570.log": (7, [], {"xid_counts": {}, "worst_severity": "none"}),
+    # Xid 154 names the recovery the GPU needs: anything but 0x0 (None) is critical.
+    "dmesg-ctime-xid79-154-node-reboot.log": (
+        3,
+        [
+            ("xid", 79, "0000:02:00.0", "Mon Sep 14 04:48:45 2026", None, "dmesg_ctime", "critical"),
+            ("xid", 154, "0000:02:00.0", "Mon Sep 14 04:48:45 2026", None, "dmesg_ctime", "critical"),
+        ],
+        {"xid_counts": {"79": 1, "154": 1}, "worst_severity": "critical", "unknown_xids": []},
+    ),
+    "syslog-xid149-154-drain-and-reset.log": (
+        2,
+        [
+            ("xid", 149, "0018:01:00.0", "Sep 19 10:30:06", None, "journal", "critical"),
+            ("xid", 154, "0018:01:00.0", "Sep 19 10:30:06", None, "journal", "critical"),
+        ],
+        {"xid_counts": {"149": 1, "154": 1}, "worst_severity": "critical", "unknown_xids": []},
+    ),
+    "nvrm-xid51-154-pf-flr.log": (
+        3,
+        [
+            ("xid", 51, "0000:0d:00.0", None, None, "unknown", "unknown"),
+            ("xid", 154, "0000:0d:00.0", None, None, "unknown", "critical"),
+        ],
+        {"xid_counts": {"51": 1, "154": 1}, "worst_severity": "critical", "unknown_xids": [51]},
+    ),
     "dmesg-api-mismatch-client-pid.log": (6, [], {"xid_counts": {}, "worst_severity": "none"}),
     "journal-api-mismatch-client-pid.log": (5, [], {"xid_counts": {}, "worst_severity": "none"}),
     "syslog-api-mismatch-hash012.log": (1, [], {"xid_counts": {}, "worst_severity": "none"}),
@@ -352,3 +377,21 @@ def test_driver_messages(name, loaded, mismatches):
     assert [(m["version"], m["flavor"], m["line_number"]) for m in found["loaded"]] == loaded
     assert [(m["client_version"], m["module_version"], m["client"], m["line_number"])
             for m in found["api_mismatch"]] == mismatches  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "severity"),
+    [
+        ("NVRM: Xid (PCI:0000:0d:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
+         "critical"),
+        # Back to no action: the Xid that needed it is over (its own event says how bad it was).
+        ("NVRM: Xid (PCI:0000:0d:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)",
+         "info"),
+        # Without the action code, its words.
+        ("NVRM: Xid (PCI:0000:0d:00): 154, GPU Reset Required", "critical"),
+        ("NVRM: Xid (PCI:0000:0d:00): 154, GPU recovery action changed", "info"),
+    ],
+)  # fmt: skip
+def test_xid_154_by_the_recovery_it_names(line, severity):
+    """Lines in the form of the Xid 154 captures above, with the action changed."""
+    assert [(e["xid"], e["severity"]) for e in xid.scan(line)["events"]] == [(154, severity)]
