@@ -27,11 +27,13 @@ CHECKS = (
 # join no cluster here (gpuops_kubernetes_join: false).
 NOT_APPLICABLE = ("cuda.runtime", "container.gpus", "kubernetes.ready", "kubernetes.labels", "kubernetes.gpus")
 # A healthy simulated H100 node: fabric manager installed and enabled cannot start without an NVIDIA module in the
-# container's kernel (WARN); the nccl_tests stage did not run here (SKIPPED, not required by converge.yml); DCGM's
-# level-1 diagnostic passes.
+# container's kernel (WARN); no NCCL measurement (only group nccl_measured has one: prepare), no pairs (SKIPPED, not
+# required by converge.yml); DCGM's level-1 diagnostic passes.
 H100 = dict.fromkeys(CHECKS, "PASS") | dict.fromkeys(NOT_APPLICABLE, "SKIPPED") | {
     "driver.fabric_manager": "WARN", "nccl.single_node": "SKIPPED", "nccl.pairs": "SKIPPED"
 }  # fmt: skip
+# The same with the 8x H100 all_reduce_perf run kept (476.53 GB/s at the largest size, gate 460).
+MEASURED = H100 | {"nccl.single_node": "PASS"}
 # The nodes with a hardware fault have no driver installed (prepare): the capture's driver answers, none is installed;
 # nor DCGM.
 BARE = H100 | {"driver.version": "ERROR", "driver.fabric_manager": "FAIL", "gpu.dcgm": "SKIPPED"}
@@ -58,7 +60,7 @@ L40S = (
 )
 # Node -> (verdict, the status of every check).
 EXPECTED = {
-    "h100": ("accepted", H100),
+    "h100": ("accepted", MEASURED),
     "l40s": ("incomplete", L40S),
     # CRC and symbol errors rising on mlx5_3's interface (p1p2) between the two ethtool reads; no driver or DCGM
     # installed (prepare), as the H100 fault nodes.
@@ -72,6 +74,8 @@ EXPECTED = {
     "h100-remap-failure": ("rejected", BARE | {"gpu.memory": "FAIL"}),
     # Its down port's rail fails every test it is in; the partners, re-paired with nodes that passed, pass.
     "h100-ib-port-down": ("rejected", BARE | {"fabric.ports": "FAIL", "fabric.bandwidth": "FAIL"}),
+    # mlx5_6 trained at HDR 200: its rate fails the ports check, and it moves what HDR moves.
+    "h100-ib-rate-low": ("rejected", BARE | {"fabric.ports": "FAIL", "fabric.bandwidth": "FAIL"}),
     # mlx5_4 moves half its rate as client and as server: below the gate with a node that passed.
     "h100-ib-bw-low": ("rejected", BARE | {"fabric.bandwidth": "FAIL"}),
     # Symbol errors rising on mlx5_4 between the stage's two reads of its counters.
@@ -80,7 +84,11 @@ EXPECTED = {
     # rejects the node.
     "h100-dcgm-memory": ("rejected", H100 | {"gpu.dcgm": "FAIL"}),
     # A VBIOS mix is a warning in the shipped profile (firmware.vbios_drift: warn): accepted, with the finding.
-    "h100-vbios-mix": ("accepted", H100 | {"inventory.vbios": "WARN"}),
+    "h100-vbios-mix": ("accepted", MEASURED | {"inventory.vbios": "WARN"}),
+    # Its all_reduce_perf peaks at half the gate: with the driver userland and DCGM in place, NCCL alone rejects it.
+    "h100-nccl-below-gate": ("rejected", H100 | {"nccl.single_node": "FAIL"}),
+    # Its all_reduce_perf died with "unhandled cuda error": no figure to judge.
+    "h100-nccl-cuda-error": ("rejected", BARE | {"nccl.single_node": "FAIL"}),
     # Upgraded without a reboot: nvidia-smi refuses (no GPU check can judge), the kernel log names the module loaded.
     "h100-driver-mismatch": (
         "rejected",
@@ -149,6 +157,10 @@ def test_the_faults_carry_their_reasons_and_actions() -> None:
     # Its partners: each at 196.17 Gb/s with it, or the port-down node, whose mlx5_4 is not active.
     assert re.fullmatch(r"below the gate with a node that passed: mlx5_4 \([a-z0-9-]+ (196\.17 Gb/s|\(its port is not "
                         r"active\))(, [a-z0-9-]+ 196\.17 Gb/s)+\)", slow["reason"]), slow["reason"]  # fmt: skip
+    hdr = checks["h100-ib-rate-low"]
+    assert (hdr["fabric.ports"]["fault"], hdr["fabric.bandwidth"]["fault"]) == ("port_rate_low", "port_bandwidth_low")
+    assert hdr["fabric.ports"]["reason"] == "mlx5_6 port 1 runs at 200 Gb/s, expected at least 400 Gb/s"
+    assert hdr["fabric.bandwidth"]["reason"].startswith("below the gate with a node that passed: mlx5_6 ("), hdr
     down = checks["h100-ib-port-down"]["fabric.bandwidth"]
     assert (down["fault"], down["reason"]) == ("port_down", "not active here: mlx5_4")
     memory = checks["h100-dcgm-memory"]["gpu.dcgm"]
@@ -157,6 +169,22 @@ def test_the_faults_carry_their_reasons_and_actions() -> None:
                                 "memory errors and row remappings are pending")  # fmt: skip
     # l40s ran level 3 in the background (its profile replays a level-3 run for -r 3 only).
     assert checks["l40s"]["gpu.dcgm"]["reason"] == "DCGM 3.3.9: 15 test(s) passed, 1 skipped"
+    below = checks["h100-nccl-below-gate"]["nccl.single_node"]
+    assert (below["fault"], below["severity"], below["value"], below["gate"]) == (
+        "nccl_below_gate",
+        "high",
+        235.26,
+        460,
+    )
+    assert re.fullmatch(r"largest bus bandwidth 235\.26 GB/s is below min_busbw_gbps 460 \(measured "
+                        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)", below["reason"]), below["reason"]  # fmt: skip
+    assert checks["h100"]["nccl.single_node"]["reason"].startswith(
+        "all_reduce_perf bus bandwidth 476.53 GB/s, gate 460"
+    )
+    died = checks["h100-nccl-cuda-error"]["nccl.single_node"]
+    assert (died["fault"], died["value"]) == ("nccl_failed", None)
+    assert died["reason"].startswith("the benchmark exited with return code 1; Test NCCL failure at all_reduce.cu:44: "
+                                     "unhandled cuda error"), died["reason"]  # fmt: skip
     mismatch = checks["h100-driver-mismatch"]["driver.version"]
     assert mismatch["reason"] == ("the kernel refused a client at 570.148.08: its loaded module is 570.148.06; "
                                   "installed: 535.309.01")  # fmt: skip
@@ -233,8 +261,8 @@ def test_the_documents_follow_their_schemas() -> None:
         jsonschema.validate(node(name, run), node_schema)
     document = json.loads((run / "run.json").read_text())
     jsonschema.validate(document, run_schema)
-    assert document["totals"] == {"accepted": 2, "rejected": 11, "incomplete": 1, "nodes": 14}
-    assert document["racks"] == {"rack_molecule": {"accepted": 2, "rejected": 11, "incomplete": 1}}
+    assert document["totals"] == {"accepted": 2, "rejected": 14, "incomplete": 1, "nodes": 17}
+    assert document["racks"] == {"rack_molecule": {"accepted": 2, "rejected": 14, "incomplete": 1}}
     assert document["simulated"] is True
     assert document["collection"]["name"] == "gpuops.bringup"
 
@@ -261,7 +289,7 @@ def test_the_gate_fails_exactly_the_nodes_not_accepted() -> None:
     proc = subprocess.run(
         ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(ROOT / "playbooks" / "acceptance.yml"),
          "-e", f"acceptance_results_dir={REPORTS}", "-e", f"acceptance_run_id={first.name}",
-         "-e", '{"acceptance_optional": ["nccl.single_node", "nccl.pairs"]}', "-e", "acceptance_counter_interval=1",
+         "-e", '{"acceptance_optional": ["nccl.pairs"]}', "-e", "acceptance_counter_interval=1",
          "-e", "gpuops_kubernetes_join=false"],
         capture_output=True, text=True, check=False,
         # Molecule forces colour for its own output; the recap is parsed here.
