@@ -273,3 +273,25 @@ def test_a_run_is_from_gpu_memory_where_both_ends_were():
                                                           "mlx5_1": {"client": gpu, "server": host}}}]  # fmt: skip
     found = pairs.node_outcome("n1", members, entries)
     assert [(r, f["runs"][0]["gpudirect"]) for r, f in found.items()] == [("mlx5_0", True), ("mlx5_1", False)]
+
+
+def test_a_rounds_entries_keep_each_ends_rail_results():
+    """Each client's test with its server, rail by rail: an end whose task failed, returned no rails or skipped a rail
+    has None there (the check reads ERROR), a server's result is its own, and servers are not entries of their own."""
+    roles = {
+        "n1": {"role": "client", "partner": "n2", "rails": [{"device": "mlx5_0"}, {"device": "mlx5_1"}]},
+        "n2": {"role": "server", "partner": "n1", "rails": [{"device": "mlx5_0"}, {"device": "mlx5_1"}]},
+        "n3": {"role": "client", "partner": "n4", "rails": [{"device": "mlx5_0"}]},
+        "n4": {"role": "server", "partner": "n3", "rails": [{"device": "mlx5_0"}]},
+        "n5": {"role": "client", "partner": "n6", "rails": [{"device": "mlx5_0"}]},
+        "n6": {"role": "server", "partner": "n5", "rails": [{"device": "mlx5_0"}]},
+    }
+    a, b, c = ({"device": "mlx5_0", "gbps": g} for g in (392.3, 391.9, 390.1))
+    clients = {"n1": {"rails": [a, "noise"]}, "n3": {"failed": True, "rails": [b]}, "n5": {"rails": "not a list"}}
+    servers = {"n2": {"rails": [c]}, "n4": {"rails": [a]}, "n6": None}
+    assert pairs.entries_of(roles, clients, servers, 2) == [
+        {"pass": 2, "client": "n1", "server": "n2",
+         "rails": {"mlx5_0": {"client": a, "server": c}, "mlx5_1": {"client": None, "server": None}}},
+        {"pass": 2, "client": "n3", "server": "n4", "rails": {"mlx5_0": {"client": None, "server": a}}},
+        {"pass": 2, "client": "n5", "server": "n6", "rails": {"mlx5_0": {"client": None, "server": None}}},
+    ]  # fmt: skip
