@@ -1,0 +1,288 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The handover reports of one acceptance run, made from its results directory alone (run.json and the nodes'
+documents it names; no node is read again): JUnit XML for CI, a Markdown summary for tickets, the inventory as CSV
+for asset management, and one self-contained HTML file for people (no asset from elsewhere, no script).
+
+Controller-side only (Jinja2): the acceptance stage calls write_reports after its run document, playbooks/report.yml
+for a results directory copied from anywhere.
+
+Everything in a results document came from a node and may be hostile: the HTML escapes it (Jinja2 autoescape), the
+XML drops the characters XML 1.0 cannot hold, the CSV defuses cells a spreadsheet would run as a formula, and the
+Markdown escapes its table syntax.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_results
+
+REPORTS = {"html": "report.html", "junit": "junit.xml", "markdown": "summary.md", "csv": "inventory.csv"}
+TEMPLATE = Path(__file__).with_name("acceptance_report.html.j2")
+VERDICTS = ("accepted", "rejected", "incomplete")
+# A value longer than this is cut in the reports (the node's document keeps it whole).
+VALUE_LIMIT = 300
+# Characters XML 1.0 cannot hold (C0 controls but tab, newline, carriage return; surrogates; U+FFFE, U+FFFF).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# A spreadsheet runs a cell beginning with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+CSV_COLUMNS = ("host", "rack", "profile", "component", "index", "model", "serial", "uuid", "firmware", "psid",
+               "pci_bus_id")  # fmt: skip
+
+
+class ReportError(Exception):
+    """The results directory holds no run the reports can be made from."""
+
+
+def _read_json(path):
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def load(run_dir):
+    """(run document, [node document or None for each of its nodes, in the run's order]) of a run directory."""
+    path = os.path.join(run_dir, "run.json")
+    try:
+        run = _read_json(path)
+    except OSError as error:
+        raise ReportError(f"{path} cannot be read ({error.strerror}): give the directory of one run, "
+                          "<results_dir>/<run id>") from None  # fmt: skip
+    except ValueError as error:
+        raise ReportError(f"{path} is not JSON ({error})") from None
+    if not isinstance(run, dict) or run.get("schema") != "gpuops.bringup/acceptance-run":
+        raise ReportError(f"{path} is no acceptance run document (no schema gpuops.bringup/acceptance-run)")
+    nodes = []
+    for entry in run.get("nodes") or []:
+        document = None
+        results = entry.get("results") if isinstance(entry, dict) else None
+        # Only a path inside the run directory: the document names it, and a copied directory may be hostile.
+        if isinstance(results, str) and re.fullmatch(r"nodes/[A-Za-z0-9_.@-]+\.json", results):
+            try:
+                document = _read_json(os.path.join(run_dir, results))
+            except (OSError, ValueError):
+                document = None
+        nodes.append(document if isinstance(document, dict) else None)
+    return run, nodes
+
+
+def _text(value, limit=VALUE_LIMIT):
+    """A value as one line of text: strings as they are, the rest as compact JSON; cut at limit."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(", ", ": "))
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _xml(value):
+    return _NOT_XML.sub("\ufffd", str(value))
+
+
+def _rows(run, nodes):
+    """Each node of the run: its entry in run.json and its document (None when it has none: unreachable)."""
+    return list(zip(run.get("nodes") or [], nodes, strict=False))
+
+
+def junit(run, nodes):
+    """JUnit XML: one testsuite per node, one testcase per check. FAIL is a failure, ERROR an error, SKIPPED skipped,
+    WARN a pass with its reason in system-out; a node without results is one errored testcase."""
+    root = ET.Element("testsuites", name=_xml(f"gpuops.bringup acceptance {run.get('run_id')}"))
+    totals = Counter()
+    for entry, document in _rows(run, nodes):
+        node = str(entry.get("node"))
+        suite = ET.SubElement(root, "testsuite", name=_xml(node), timestamp=_xml(run.get("started_at") or ""))
+        properties = ET.SubElement(suite, "properties")
+        for key in ("rack", "profile", "verdict"):
+            ET.SubElement(properties, "property", name=key, value=_xml(entry.get(key) or ""))
+        counts = Counter()
+        if document is None:
+            case = ET.SubElement(suite, "testcase", classname=_xml(node), name="results")
+            error = _xml(entry.get("error") or "no results document for this node")
+            ET.SubElement(case, "error", message=error, type="no_results").text = error
+            counts.update(tests=1, errors=1)
+        for check in (document or {}).get("checks") or []:
+            status, reason = check.get("status"), _xml(check.get("reason") or "")
+            case = ET.SubElement(suite, "testcase", classname=_xml(f"{node}.{check.get('category')}"),
+                                 name=_xml(check.get("id")))  # fmt: skip
+            counts.update(tests=1)
+            optional = "" if check.get("required") else "(not required) "
+            detail = f"{optional}{reason}" + (f"\nNext: {_xml(check['action'])}" if check.get("action") else "")
+            if status == "FAIL":
+                ET.SubElement(case, "failure", message=optional + reason, type=_xml(check.get("fault") or "fail")
+                              ).text = detail  # fmt: skip
+                counts.update(failures=1)
+            elif status == "ERROR":
+                ET.SubElement(case, "error", message=optional + reason, type=_xml(check.get("fault") or "error")
+                              ).text = detail  # fmt: skip
+                counts.update(errors=1)
+            elif status == "SKIPPED":
+                ET.SubElement(case, "skipped", message=reason)
+                counts.update(skipped=1)
+            elif status == "WARN":
+                ET.SubElement(case, "system-out").text = f"WARN: {reason}"
+        for key in ("tests", "failures", "errors", "skipped"):
+            suite.set(key, str(counts[key]))
+        totals.update(counts)
+    for key in ("tests", "failures", "errors", "skipped"):
+        root.set(key, str(totals[key]))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _md(value, limit=VALUE_LIMIT):
+    """A Markdown table cell: one line, its pipes, backslashes and markup characters escaped."""
+    return re.sub(r"([\\|`*_\[\]<>#])", r"\\\1", _text(value, limit))
+
+
+def markdown(run, nodes):
+    """The run for a ticket: who, when, the totals per rack, each node's verdict, and what to do about each node that
+    was not accepted."""
+    totals = run.get("totals") or {}
+    lines = [f"# Acceptance run {_md(run.get('run_id'))}", ""]
+    if run.get("simulated"):
+        lines += ["**SIMULATED**: at least one node's hardware was simulated; these results prove nothing about real "
+                  "hardware.", ""]  # fmt: skip
+    collection = run.get("collection") or {}
+    lines += [
+        f"- Started {_md(run.get('started_at'))}, finished {_md(run.get('finished_at'))}, "
+        f"by {_md(run.get('operator'))}",
+        f"- {_md(collection.get('name'))} {_md(collection.get('version'))}",
+        "- " + ", ".join(f"{totals.get(v, 0)} {v}" for v in VERDICTS) + f" of {totals.get('nodes', 0)} node(s)",
+        "",
+        "| Rack | Accepted | Rejected | Incomplete |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for rack, counts in sorted((run.get("racks") or {}).items()):
+        lines.append(f"| {_md(rack)} | " + " | ".join(str(counts.get(v, 0)) for v in VERDICTS) + " |")
+    lines += ["", "| Node | Rack | Profile | Verdict | Not passed |", "| --- | --- | --- | --- | --- |"]
+    for entry, document in _rows(run, nodes):
+        failed = [c for c in (document or {}).get("checks") or [] if c.get("required") and c.get("status") in
+                  ("FAIL", "ERROR", "SKIPPED")]  # fmt: skip
+        lines.append(f"| {_md(entry.get('node'))} | {_md(entry.get('rack'))} | {_md(entry.get('profile'))} | "
+                     f"{_md(str(entry.get('verdict')).upper())} | "
+                     f"{', '.join(_md(c.get('id')) + ' ' + _md(c.get('status')) for c in failed)} |")  # fmt: skip
+    for entry, document in _rows(run, nodes):
+        if entry.get("verdict") == "accepted":
+            continue
+        lines += ["", f"## {_md(entry.get('node'))}: {_md(str(entry.get('verdict')).upper())}", ""]
+        if document is None:
+            lines.append(f"- No results: {_md(entry.get('error'))}")
+            continue
+        for check in document.get("checks") or []:
+            if check.get("required") and check.get("status") in ("FAIL", "ERROR", "SKIPPED"):
+                action = f" **Next:** {_md(check.get('action'))}" if check.get("action") else ""
+                lines.append(f"- `{_md(check.get('id'))}` {_md(check.get('status'))}: {_md(check.get('reason'))}"
+                             f"{action}")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value):
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def inventory_csv(run, nodes):
+    """One row per GPU, RDMA adapter and system of every node with results: what asset management records."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for entry, document in _rows(run, nodes):
+        inventory = (document or {}).get("inventory") or {}
+        base = (entry.get("node"), entry.get("rack"), entry.get("profile"))
+        system = inventory.get("system") or {}
+        if document is not None:
+            model = " ".join(str(system[k]) for k in ("manufacturer", "product") if system.get(k))
+            writer.writerow(map(_cell, (*base, "system", "", model, system.get("serial"), system.get("uuid"),
+                                        system.get("bios_version"), "", "")))  # fmt: skip
+        for gpu in inventory.get("gpus") or []:
+            writer.writerow(map(_cell, (*base, "gpu", gpu.get("index"), gpu.get("name"), gpu.get("serial"),
+                                        gpu.get("uuid"), gpu.get("vbios"), "", gpu.get("pci_bus_id"))))  # fmt: skip
+        for adapter in inventory.get("rdma_adapters") or []:
+            writer.writerow(map(_cell, (*base, "rdma_adapter", adapter.get("name"), adapter.get("ca_type"), "",
+                                        adapter.get("node_guid"), adapter.get("firmware"), adapter.get("psid"),
+                                        "")))  # fmt: skip
+    return out.getvalue()
+
+
+def _evidence(entry):
+    """An evidence file as the HTML lists it: a link only to a file of the run directory's evidence tree (a copied
+    directory may hold any text, a javascript: address too)."""
+    file = entry.get("file")
+    href = file if isinstance(file, str) and re.fullmatch(r"evidence/[A-Za-z0-9_.@-]+/[A-Za-z0-9_.-]+", file) else None
+    note = "missing" if entry.get("missing") else entry.get("skipped") or ("not written" if file else "no output")
+    return {"name": str(entry.get("name")), "href": href, "sha256": entry.get("sha256"), "note": note}
+
+
+def _status_counts(checks):
+    return {s: sum(1 for c in checks if c.get("status") == s) for s in acceptance.STATUSES}
+
+
+def html_context(run, nodes):
+    """What the HTML template shows, every value as text: racks of nodes, the matrix of check ids, the totals per
+    rack and profile."""
+    rows = _rows(run, nodes)
+    check_ids = list(dict.fromkeys(c.get("id") for _e, d in rows for c in (d or {}).get("checks") or []))
+    racks = {}
+    profiles = {}
+    for entry, document in rows:
+        checks = (document or {}).get("checks") or []
+        node = {
+            "name": str(entry.get("node")),
+            "anchor": "node-" + re.sub(r"[^A-Za-z0-9_-]", "_", str(entry.get("node"))),
+            "rack": entry.get("rack") or "no rack",
+            "profile": entry.get("profile") or "",
+            "verdict": str(entry.get("verdict") or "incomplete"),
+            "summary": entry.get("summary") or "",
+            "error": entry.get("error"),
+            "simulated": (document or {}).get("simulated") or None,
+            "statuses": {c.get("id"): c.get("status") for c in checks},
+            "counts": _status_counts(checks),
+            "checks": [{**c, "value_text": _text(c.get("value")), "gate_text": _text(c.get("gate"))} for c in checks],
+            "inventory": (document or {}).get("inventory") or {},
+            "evidence": [_evidence(e) for e in (document or {}).get("evidence") or [] if isinstance(e, dict)],
+        }
+        racks.setdefault(node["rack"], []).append(node)
+        profile = profiles.setdefault(node["profile"], dict.fromkeys(VERDICTS, 0))
+        profile[node["verdict"]] = profile.get(node["verdict"], 0) + 1
+    collection = run.get("collection") or {}
+    return {
+        "run": run,
+        "collection": f"{collection.get('name') or ''} {collection.get('version') or ''}".strip(),
+        "tools": ", ".join(f"{k} {v}" for k, v in sorted((run.get("tools") or {}).items()) if v),
+        "totals": run.get("totals") or {},
+        "rack_totals": run.get("racks") or {},
+        "profiles": profiles,
+        "racks": racks,
+        "check_ids": check_ids,
+        "verdicts": VERDICTS,
+        "statuses": acceptance.STATUSES,
+    }
+
+
+def html(run, nodes):
+    # Imported here: Jinja2 is the controller's (Ansible's own dependency), and only this report needs it.
+    import jinja2
+
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    template = env.from_string(TEMPLATE.read_text(encoding="utf-8"))
+    return template.render(**html_context(run, nodes))
+
+
+def write_reports(run_dir):
+    """Write every report into run_dir from its documents; {kind: path} of what was written."""
+    run, nodes = load(run_dir)
+    made = {"html": html, "junit": junit, "markdown": markdown, "csv": inventory_csv}
+    written = {}
+    for kind, name in REPORTS.items():
+        path = os.path.join(run_dir, name)
+        acceptance_results.write_file(path, made[kind](run, nodes))
+        written[kind] = path
+    return written

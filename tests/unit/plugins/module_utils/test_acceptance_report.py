@@ -1,0 +1,221 @@
+"""The handover reports made from a results directory alone: its run and node documents are the golden node
+documents of real captures (every verdict, each failure type, ERROR and SKIPPED checks), written as the acceptance
+stage writes them, with an unreachable node and a rerun of a subset; and the same with hostile values."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import stat
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from junitparser import Error, Failure, JUnitXml, Skipped
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance_report, acceptance_results
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "acceptance"
+NODES = ("h100-healthy", "h100-gpu-missing", "h100-ecc", "h100-cuda-no-toolkit", "h100-ib-bw-low",
+         "h100-container-pull-failed")  # fmt: skip
+RUN = {"run_id": "20261206T100000Z", "started_at": "2026-12-06T10:00:00Z", "finished_at": "2026-12-06T10:04:10Z",
+       "operator": "ops", "collection": {"name": "gpuops.bringup", "version": "0.1.0"},
+       "tools": {"ansible_core": "2.19.14"}}  # fmt: skip
+
+
+def golden(name, node=None, **changes):
+    document = json.loads((GOLDEN / f"{name}.json").read_text())
+    return {**document, "node": node or name, "rack": "rack_a", "finished_at": "2026-12-06T10:04:00Z", **changes}
+
+
+def evidence_read():
+    """acceptance_read's evidence of one command and one missing file, as a node document's evidence comes to be."""
+    return {"evidence": {"nvidia-smi-topo.txt": {"cmd": ["nvidia-smi", "topo", "-m"], "rc": 0, "stdout": "GPU0 X\n"},
+                         "dkms-status.txt": {"tool": "dkms", "missing": True}}}  # fmt: skip
+
+
+def results_dir(tmp_path, documents, unreachable=("n-down",)):
+    run_dir = tmp_path / "reports" / RUN["run_id"]
+    entries = [
+        acceptance_results.node_entry(acceptance_results.write_node(str(run_dir), d, evidence_read()))
+        for d in documents
+    ]
+    entries += [acceptance_results.unreachable_entry(n, "rack_b", "hgx_h100_8gpu", "the node was unreachable")
+                for n in unreachable]  # fmt: skip
+    acceptance_results.write_run(str(run_dir), RUN, entries)
+    return run_dir
+
+
+SIMULATED = {"profile": "hgx_h100_8gpu_ib_bw_low", "captures": []}
+
+
+@pytest.fixture
+def rack(tmp_path):
+    """The goldens, one of them simulated: a rack with a simulated node is a simulated run."""
+    return results_dir(tmp_path, [golden(n, simulated=SIMULATED if n == "h100-ib-bw-low" else False) for n in NODES])
+
+
+def test_every_report_is_written_private(rack):
+    written = acceptance_report.write_reports(str(rack))
+    assert written == {kind: str(rack / name) for kind, name in acceptance_report.REPORTS.items()}
+    for path in written.values():
+        assert stat.S_IMODE(Path(path).stat().st_mode) == 0o640
+
+
+def test_junit_has_a_suite_per_node_and_a_case_per_check(rack):
+    acceptance_report.write_reports(str(rack))
+    xml = JUnitXml.fromfile(str(rack / "junit.xml"))
+    suites = {suite.name: suite for suite in xml}
+    assert sorted(suites) == sorted([*NODES, "n-down"])
+    for name in NODES:
+        checks = golden(name)["checks"]
+        suite = suites[name]
+        cases = {case.name: case for case in suite}
+        assert sorted(cases) == sorted(c["id"] for c in checks)
+        for check in checks:
+            kinds = [type(r) for r in cases[check["id"]].result]
+            expected = {"FAIL": [Failure], "ERROR": [Error], "SKIPPED": [Skipped]}.get(check["status"], [])
+            assert kinds == expected, (name, check["id"])
+            if check["status"] in ("FAIL", "ERROR"):
+                (result,) = cases[check["id"]].result
+                assert result.message.endswith(check["reason"])
+                assert result.type == check["fault"]
+                assert f"Next: {check['action']}" in result.text
+        counts = [sum(1 for c in checks if c["status"] == s) for s in ("FAIL", "ERROR", "SKIPPED")]
+        assert [suite.tests, suite.failures, suite.errors, suite.skipped] == [len(checks), *counts]
+    (down,) = suites["n-down"]
+    assert [type(r) for r in down.result] == [Error] and down.result[0].message == "the node was unreachable"
+    assert xml.tests == sum(len(golden(n)["checks"]) for n in NODES) + 1
+
+
+def test_markdown_names_each_node_not_accepted_with_what_to_do(rack):
+    acceptance_report.write_reports(str(rack))
+    text = (rack / "summary.md").read_text()
+    assert text.startswith("# Acceptance run 20261206T100000Z\n\n**SIMULATED**")
+    assert "| rack\\_a | 1 | 3 | 2 |" in text and "| rack\\_b | 0 | 0 | 1 |" in text
+    missing = next(c for c in golden("h100-gpu-missing")["checks"] if c["id"] == "gpu.count")
+    assert f"- `gpu.count` FAIL: {missing['reason']} **Next:** {missing['action']}" in text
+    assert "## h100-healthy" not in text and "## n-down: INCOMPLETE\n\n- No results: the node was unreachable" in text
+
+
+def test_the_inventory_csv_has_every_gpu_and_adapter(rack):
+    acceptance_report.write_reports(str(rack))
+    rows = list(csv.DictReader(io.StringIO((rack / "inventory.csv").read_text())))
+    healthy = golden("h100-healthy")["inventory"]
+    gpus = [r for r in rows if r["host"] == "h100-healthy" and r["component"] == "gpu"]
+    assert [(r["index"], r["serial"], r["uuid"], r["firmware"]) for r in gpus] == [
+        (str(g["index"]), g["serial"], g["uuid"], g["vbios"]) for g in healthy["gpus"]]  # fmt: skip
+    adapters = [r for r in rows if r["host"] == "h100-healthy" and r["component"] == "rdma_adapter"]
+    assert [(r["index"], r["firmware"]) for r in adapters] == [
+        (a["name"], a["firmware"]) for a in healthy["rdma_adapters"]]  # fmt: skip
+    assert not [r for r in rows if r["host"] == "n-down"]
+
+
+class Page(HTMLParser):
+    """The elements of a page with their attributes, and its text, as a browser's parser reads them."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.tags, self.text = [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_the_html_shows_every_node_check_and_fault(rack):
+    acceptance_report.write_reports(str(rack))
+    text = (rack / "report.html").read_text()
+    page = Page(text)
+    shown = " ".join(" ".join(page.text).split())
+    assert "SIMULATED" in shown and any(a.get("id") == "simulated-banner" for _t, a in page.tags)
+    # Nothing from elsewhere: no script, stylesheet link, image or frame.
+    assert not [t for t, _a in page.tags if t in ("script", "link", "img", "iframe", "object", "embed")]
+    for name in NODES:
+        document = golden(name)
+        assert any(a.get("id") == f"node-{name}" and a.get("data-verdict") == document["verdict"]
+                   for _t, a in page.tags)  # fmt: skip
+        for check in document["checks"]:
+            if check["status"] in ("FAIL", "ERROR"):
+                assert " ".join(check["reason"].split()) in shown
+                assert " ".join(check["action"].split()) in shown
+    links = [a["href"] for t, a in page.tags if t == "a" and not a["href"].startswith("#")]
+    assert links == [f"evidence/{n}/nvidia-smi-topo.txt" for n in sorted(NODES)]
+    assert "dkms-status.txt: missing" in shown
+
+
+def test_a_run_of_real_hardware_has_no_banner(tmp_path):
+    run_dir = results_dir(tmp_path, [golden("h100-healthy")], unreachable=())
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["simulated"] is False
+    acceptance_report.write_reports(str(run_dir))
+    assert "SIMULATED" not in (run_dir / "report.html").read_text()
+    assert "SIMULATED" not in (run_dir / "summary.md").read_text()
+
+
+HOSTILE = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>|`*\x01\x1b"
+
+
+def test_hostile_values_stay_text(tmp_path):
+    """A node's serial, product, check reason and evidence file as a hostile node or a doctored results directory
+    could write them: the HTML shows them as text, the XML parses, the CSV runs no formula, the table holds."""
+    document = golden("h100-gpu-missing", node="h100-gpu-missing")
+    document["inventory"]["gpus"][0]["serial"] = '=HYPERLINK("http://x")' + HOSTILE
+    document["inventory"]["system"]["product"] = HOSTILE
+    document["checks"][0]["reason"] = HOSTILE
+    run_dir = results_dir(tmp_path, [document], unreachable=())
+    doctored = json.loads((run_dir / "nodes" / "h100-gpu-missing.json").read_text())
+    doctored["evidence"][0]["file"] = "javascript:alert(3)"
+    (run_dir / "nodes" / "h100-gpu-missing.json").write_text(json.dumps(doctored))
+    acceptance_report.write_reports(str(run_dir))
+    page = Page((run_dir / "report.html").read_text())
+    assert not [t for t, _a in page.tags if t in ("script", "img")]
+    assert not [a for _t, a in page.tags if any(k.startswith("on") for k in a)]
+    assert not [a for _t, a in page.tags if "javascript:" in a.get("href", "")]
+    assert "<script>alert(1)</script>" in "".join(page.text)
+    xml = JUnitXml.fromfile(str(run_dir / "junit.xml"))
+    case = next(c for suite in xml for c in suite if c.name == "gpu.count")
+    assert case.result[0].message.startswith("<script>alert(1)</script>")
+    rows = list(csv.DictReader(io.StringIO((run_dir / "inventory.csv").read_text())))
+    assert rows[1]["serial"].startswith("'=HYPERLINK(")
+    table = [line for line in (run_dir / "summary.md").read_text().splitlines() if line.startswith("| h100")]
+    assert len(table) == 1 and table[0].count("|") - table[0].count("\\|") == 6
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "run.json cannot be read (No such file or directory): give the directory of one run"),
+        ("{", "run.json is not JSON"),
+        ('{"schema": "gpuops.bringup/acceptance-node"}', "is no acceptance run document"),
+    ],
+)
+def test_a_directory_without_a_run(tmp_path, content, message):
+    if content is not None:
+        (tmp_path / "run.json").write_text(content)
+    with pytest.raises(acceptance_report.ReportError, match=re.escape(message)):
+        acceptance_report.load(str(tmp_path))
+
+
+def test_a_node_document_outside_the_run_is_not_read(tmp_path, rack):
+    run = json.loads((rack / "run.json").read_text())
+    run["nodes"][0]["results"] = "../../secret.json"
+    (tmp_path / "reports" / "secret.json").write_text(json.dumps(golden("h100-healthy")))
+    (rack / "run.json").write_text(json.dumps(run))
+    _run, nodes = acceptance_report.load(str(rack))
+    assert nodes[0] is None and all(n is not None for n in nodes[1:-1])
+
+
+def test_a_rerun_of_a_subset_reports_every_node_once(rack):
+    again = {**RUN, "started_at": "2026-12-06T11:00:00Z", "finished_at": "2026-12-06T11:01:00Z"}
+    fixed = acceptance_results.write_node(str(rack), golden("h100-healthy", node="n-down"), {})
+    acceptance_results.write_run(str(rack), again, [acceptance_results.node_entry(fixed)])
+    acceptance_report.write_reports(str(rack))
+    xml = JUnitXml.fromfile(str(rack / "junit.xml"))
+    assert sorted(s.name for s in xml) == sorted([*NODES, "n-down"])
+    assert "| rack\\_a | 2 | 3 | 2 |" in (rack / "summary.md").read_text()
