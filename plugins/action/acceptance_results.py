@@ -14,9 +14,13 @@ import yaml
 from ansible import __version__ as ansible_core_version
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_results
+from ansible_collections.gpuops.bringup.plugins.module_utils import (
+    acceptance,
+    acceptance_report,
+    acceptance_results,
+)
 
-STEPS = ("check", "node", "run")
+STEPS = ("check", "node", "run", "report")
 
 
 def _now():
@@ -131,10 +135,28 @@ class ActionModule(ActionBase):
         if self._task.check_mode:
             return {**result, "nodes": entries, "msg": f"check mode: run {args['run_id']} not written"}
         document = acceptance_results.write_run(run_dir, run, entries)
+        reports = acceptance_report.write_reports(run_dir)
         totals = document["totals"]
         return {
             **result,
             "run": document,
+            "reports": reports,
             "msg": f"run {args['run_id']}: {totals['accepted']} accepted, {totals['rejected']} rejected, "
-            f"{totals['incomplete']} incomplete of {totals['nodes']} node(s); results in {run_dir}",
+            f"{totals['incomplete']} incomplete of {totals['nodes']} node(s); results in {run_dir}; report: "
+            f"{reports['html']}",
         }
+
+    def _report(self, result, args, task_vars):
+        """The reports of a run already written (copied from another controller too), made again from its files."""
+        run_dir = os.path.join(args["results_dir"], args["run_id"]) if args["run_id"] else args["results_dir"]
+        if not run_dir or not os.path.isabs(run_dir):
+            return {**result, "failed": True, "msg": f"results_dir must be an absolute path, got {run_dir!r}. Fix: "
+                    "give the directory of one run, <results_dir>/<run id>, or results_dir and run_id"}  # fmt: skip
+        try:
+            run, _nodes = acceptance_report.load(run_dir)
+        except acceptance_report.ReportError as error:
+            return {**result, "failed": True, "msg": str(error)}
+        if self._task.check_mode:
+            return {**result, "msg": f"check mode: the reports of run {run.get('run_id')} not written"}
+        reports = acceptance_report.write_reports(run_dir)
+        return {**result, "reports": reports, "msg": f"run {run.get('run_id')}: report {reports['html']}"}

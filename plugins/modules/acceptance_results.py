@@ -10,7 +10,8 @@ module: acceptance_results
 short_description: Judge nodes from their acceptance evidence and write the run's results, on the controller
 version_added: 0.2.0
 description:
-  - Runs on the controller (an action plugin); connects to no host. Three steps, in this order in a play.
+  - Runs on the controller (an action plugin); connects to no host. Three steps, in this order in a play, and a
+    fourth that needs only a results directory.
   - C(step=check) (once per run) - where the results go (O(results_dir), else C(reports/) beside the inventory's
     directory, else the current directory's), that the directory is absolute, outside an installed collection and
     writable, that O(run_id) is a run id and every host in O(hosts) can name a file; fails before any node is read,
@@ -22,19 +23,26 @@ description:
   - C(step=run) (once per run, after every node) - writes C(run.json) - each node of O(hosts) with its verdict (a host
     without results, unreachable or failed before its checks, is C(incomplete) with the reason), totals per verdict
     and per rack, the collection's and Ansible's versions, who ran it; an earlier attempt's nodes of the same run are
-    kept.
+    kept. Then the run's reports, made from its results directory alone (C(step=report)).
+  - C(step=report) - the reports of a run already written, from its directory (O(results_dir) and O(run_id), or
+    O(results_dir) alone naming the run's directory; it may have been copied from another controller or an AWX job)
+    - C(report.html) (one self-contained file for people, no script or asset from elsewhere), C(junit.xml) (one
+    testsuite per node, one testcase per check), C(summary.md) (for tickets) and C(inventory.csv) (each GPU, RDMA
+    adapter and system, for asset management). Fails with the reason when the directory holds no run.
   - Directories are created 0750 and files 0640. In check mode nothing is written. C(changed) is always false - the
     results are a record of the run, not managed state.
   - The documents follow C(schemas/acceptance-node.schema.json) and C(schemas/acceptance-run.schema.json).
 author: gpuops.bringup developers (@gpuops)
 options:
   step:
-    description: Which step - C(check), C(node) or C(run).
+    description: Which step - C(check), C(node), C(run) or C(report).
     type: str
     required: true
-    choices: [check, node, run]
+    choices: [check, node, run, report]
   results_dir:
-    description: The directory on the controller that holds one directory per run. For C(check), empty for the default.
+    description:
+      - The directory on the controller that holds one directory per run. For C(check), empty for the default.
+      - For C(report) without O(run_id), the directory of the run itself.
     type: str
     default: ""
   run_id:
@@ -105,6 +113,13 @@ EXAMPLES = r"""
     started_at: "{{ run.started_at }}"
     hosts: "{{ ansible_play_hosts_all }}"
   run_once: true
+
+- name: Make the reports of a run copied from elsewhere
+  gpuops.bringup.acceptance_results:
+    step: report
+    results_dir: /srv/gpuops/reports/20261206T100000Z
+  delegate_to: localhost
+  run_once: true
 """
 
 RETURN = r"""
@@ -127,5 +142,10 @@ results:
 run:
   description: C(step=run) - the run's document as written.
   returned: step run, not in check mode
+  type: dict
+reports:
+  description: C(step=run) and C(step=report) - the path of each report written, by kind (C(html), C(junit),
+    C(markdown), C(csv)).
+  returned: steps run and report, not in check mode
   type: dict
 """

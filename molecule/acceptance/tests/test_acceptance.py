@@ -304,3 +304,23 @@ def test_the_gate_fails_exactly_the_nodes_not_accepted() -> None:
     assert runs() == before
     document = json.loads((first / "run.json").read_text())
     assert len(document["attempts"]) == 2
+
+
+def test_the_reports_show_every_node_and_what_to_do():
+    """The stage's reports of converge's run, made from its results directory: JUnit with a suite per node and a
+    failure per failed check, the HTML with each rejected node's reason and next action, the banner of a simulated
+    run."""
+    from junitparser import Failure, JUnitXml
+
+    run = runs()[0]
+    suites = {suite.name: suite for suite in JUnitXml.fromfile(str(run / "junit.xml"))}
+    assert sorted(suites) == sorted(EXPECTED)
+    for name, (_verdict, statuses) in EXPECTED.items():
+        failed = sorted(i for i, s in statuses.items() if s == "FAIL")
+        assert sorted(c.name for c in suites[name] if any(isinstance(r, Failure) for r in c.result)) == failed
+    html = " ".join((run / "report.html").read_text().split())
+    assert 'id="simulated-banner"' in html and "<script" not in html
+    assert "GPU 1 (00000000:2A:00.0) runs x8 of x16" in html
+    assert "Drain the node; measure the link again under load" in html
+    assert "| h100-pcie-degraded | rack\\_molecule | hgx\\_h100\\_8gpu | REJECTED | gpu.pcie FAIL" in (
+        run / "summary.md").read_text()  # fmt: skip
