@@ -59,10 +59,15 @@ def load(run_dir):
         raise ReportError(f"{path} is not JSON ({error})") from None
     if not isinstance(run, dict) or run.get("schema") != "gpuops.bringup/acceptance-run":
         raise ReportError(f"{path} is no acceptance run document (no schema gpuops.bringup/acceptance-run)")
+    # A copied directory may hold anything: what has not the document's shape reads as absent.
+    for key in ("totals", "racks", "collection", "tools"):
+        run[key] = run.get(key) if isinstance(run.get(key), dict) else {}
+    entries = run.get("nodes") if isinstance(run.get("nodes"), list) else []
+    run["nodes"] = [e for e in entries if isinstance(e, dict) and isinstance(e.get("node"), str)]
     nodes = []
-    for entry in run.get("nodes") or []:
+    for entry in run["nodes"]:
         document = None
-        results = entry.get("results") if isinstance(entry, dict) else None
+        results = entry.get("results")
         # Only a path inside the run directory: the document names it, and a copied directory may be hostile.
         if isinstance(results, str) and re.fullmatch(r"nodes/[A-Za-z0-9_.@-]+\.json", results):
             try:
@@ -253,8 +258,9 @@ def html_context(run, nodes):
         profile = profiles.setdefault(node["profile"], dict.fromkeys(VERDICTS, 0))
         profile[node["verdict"]] = profile.get(node["verdict"], 0) + 1
     collection = run.get("collection") or {}
+    header = {k: run.get(k) or "" for k in ("run_id", "started_at", "finished_at", "operator")}
     return {
-        "run": run,
+        "run": {**header, "simulated": bool(run.get("simulated"))},
         "collection": f"{collection.get('name') or ''} {collection.get('version') or ''}".strip(),
         "tools": ", ".join(f"{k} {v}" for k, v in sorted((run.get("tools") or {}).items()) if v),
         "totals": run.get("totals") or {},

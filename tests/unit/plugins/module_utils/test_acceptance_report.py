@@ -219,3 +219,12 @@ def test_a_rerun_of_a_subset_reports_every_node_once(rack):
     xml = JUnitXml.fromfile(str(rack / "junit.xml"))
     assert sorted(s.name for s in xml) == sorted([*NODES, "n-down"])
     assert "| rack\\_a | 2 | 3 | 2 |" in (rack / "summary.md").read_text()
+
+
+def test_a_run_document_of_another_shape_reads_as_empty(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({
+        "schema": "gpuops.bringup/acceptance-run", "run_id": "x", "totals": [1], "racks": "r", "nodes": [
+            "n1", {"node": 7}, {"node": "n2", "results": None, "verdict": "incomplete"}]}))  # fmt: skip
+    acceptance_report.write_reports(str(tmp_path))
+    assert [s.name for s in JUnitXml.fromfile(str(tmp_path / "junit.xml"))] == ["n2"]
+    assert "0 accepted, 0 rejected, 0 incomplete of 0 node(s)" in (tmp_path / "summary.md").read_text()
