@@ -15,8 +15,10 @@ Markdown escapes its table syntax.
 from __future__ import annotations
 
 import csv
+import html as html_text
 import io
 import json
+import math
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -226,11 +228,147 @@ def _evidence(entry):
     return {"name": str(entry.get("name")), "href": href, "sha256": entry.get("sha256"), "note": note}
 
 
+# Inline SVG charts: drawn here, every label escaped, so the template inserts them as they are.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,253}")
+_GATE_GBPS = re.compile(r"([0-9]+(?:\.[0-9]+)?) Gb/s")
+CHART_POINTS = 256
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _size(size):
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= factor:
+            return f"{size / factor:g} {unit}"
+    return f"{size} B"
+
+
+def nccl_points(run_dir, node):
+    """[(message size, its best bus bandwidth)] of the node's kept all_reduce_perf run, from its evidence file."""
+    if not run_dir or not _SAFE_NAME.fullmatch(str(node)):
+        return []
+    try:
+        data = _read_json(os.path.join(run_dir, "evidence", str(node), "nccl-tests-results.json"))
+    except (OSError, ValueError):
+        return []
+    kept = data.get("node/all_reduce_perf") if isinstance(data, dict) else None
+    measured = kept.get("measurement") if isinstance(kept, dict) else None
+    rows = measured.get("results") if isinstance(measured, dict) else None
+    points = {}
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict) or not _number(row.get("size")) or row["size"] <= 0:
+            continue
+        sides = [row.get(k) for k in ("out_of_place", "in_place")]
+        values = [v["busbw_gbps"] for v in sides if isinstance(v, dict) and _number(v.get("busbw_gbps"))]
+        if values:
+            points[int(row["size"])] = max([*values, points.get(int(row["size"]), 0)])
+    return sorted(points.items())[:CHART_POINTS]
+
+
+def port_bandwidth(check):
+    """[(port, the lower end's figure of its slowest test)] and the gate in Gb/s of a fabric.bandwidth check."""
+    value = check.get("value")
+    match = _GATE_GBPS.match(str(check.get("gate") or ""))
+    bars = []
+    for rail, runs in sorted(value.items()) if isinstance(value, dict) else []:
+        ends = [r.get(k) for r in runs if isinstance(r, dict) for k in ("client_gbps", "server_gbps")] if isinstance(
+            runs, list) else []  # fmt: skip
+        figures = [v for v in ends if _number(v)]
+        if figures:
+            bars.append((str(rail), min(figures)))
+    return bars[:CHART_POINTS], float(match.group(1)) if match else None
+
+
+def _svg(title, width, height, body):
+    name = html_text.escape(title)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" aria-label="{name}" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}"><title>{name}</title>{body}</svg>')  # fmt: skip
+
+
+def line_chart(title, points, gate, unit="GB/s"):
+    """Bus bandwidth against message size (log scale), with the gate (of the largest size) as a dashed line."""
+    width, height, left, right, top, bottom = 520, 240, 56, 16, 28, 40
+    top_value = max([v for _s, v in points] + [gate or 0]) * 1.1 or 1.0
+    low, high = math.log2(points[0][0]), math.log2(points[-1][0])
+    span = (high - low) or 1.0
+
+    def x(size):
+        return left + (math.log2(size) - low) / span * (width - left - right)
+
+    def y(value):
+        return top + (1 - value / top_value) * (height - top - bottom)
+
+    body = [f'<text x="{left}" y="16" class="chart-title">{html_text.escape(title)}</text>',
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" class="axis"/>',
+            f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" class="axis"/>',
+            f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">{top_value:.0f}</text>',
+            f'<text x="{left - 4}" y="{height - bottom}" text-anchor="end">0</text>',
+            f'<text x="{left}" y="{height - 22}">{_size(points[0][0])}</text>',
+            f'<text x="{width - right}" y="{height - 22}" text-anchor="end">{_size(points[-1][0])}</text>',
+            f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" text-anchor="middle">message size; bus '
+            f"bandwidth in {unit}</text>"]  # fmt: skip
+    if gate is not None:
+        body.append(f'<line x1="{left}" y1="{y(gate):.1f}" x2="{width - right}" y2="{y(gate):.1f}" class="gate"/>'
+                    f'<text x="{width - right}" y="{y(gate) - 4:.1f}" text-anchor="end" class="gate-label">gate '
+                    f"{gate:g} {unit}</text>")  # fmt: skip
+    path = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in points)
+    body.append(f'<polyline points="{path}" class="series"/>')
+    # The gate judges the largest size (nccl_tests' "largest" metric): only that point can be below it.
+    last = len(points) - 1
+    body += [f'<circle cx="{x(s):.1f}" cy="{y(v):.1f}" r="2.5" '
+             f'class="{"below" if i == last and gate is not None and v < gate else "point"}">'
+             f"<title>{_size(s)}: {v:g} {unit}</title></circle>" for i, (s, v) in enumerate(points)]  # fmt: skip
+    return _svg(title, width, height, "".join(body))
+
+
+def bar_chart(title, bars, gate, unit="Gb/s"):
+    """One bar per port, red where below the gate, with the gate as a dashed line."""
+    row, left, right, top = 22, 90, 70, 28
+    width, height = 520, top + row * len(bars) + 24
+    top_value = max([v for _l, v in bars] + [gate or 0]) * 1.05 or 1.0
+
+    def x(value):
+        return left + value / top_value * (width - left - right)
+
+    body = [f'<text x="{left}" y="16" class="chart-title">{html_text.escape(title)}</text>']
+    for i, (label, value) in enumerate(bars):
+        y = top + i * row
+        below = gate is not None and value < gate
+        body.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end">{html_text.escape(label)}</text>'
+                    f'<rect x="{left}" y="{y + 3}" width="{x(value) - left:.1f}" height="{row - 8}" '
+                    f'class="{"below" if below else "bar"}"/><text x="{x(value) + 4:.1f}" y="{y + 14}">{value:g}'
+                    f'{" (below)" if below else ""}</text>')  # fmt: skip
+    if gate is not None:
+        bottom = top + row * len(bars)
+        body.append(f'<line x1="{x(gate):.1f}" y1="{top}" x2="{x(gate):.1f}" y2="{bottom}" class="gate"/>'
+                    f'<text x="{x(gate):.1f}" y="{bottom + 16}" text-anchor="middle" class="gate-label">gate '
+                    f"{gate:g} {unit}</text>")  # fmt: skip
+    return _svg(title, width, height, "".join(body))
+
+
+def node_charts(run_dir, node, checks):
+    """The node's charts as SVG text: NCCL bus bandwidth by message size, ib_write_bw by port."""
+    charts = []
+    nccl = next((c for c in checks if c.get("id") == "nccl.single_node"), {})
+    points = nccl_points(run_dir, node)
+    if points:
+        gate = nccl.get("gate") if _number(nccl.get("gate")) else None
+        charts.append(line_chart(f"{node}: all_reduce_perf bus bandwidth", points, gate))
+    bandwidth = next((c for c in checks if c.get("id") == "fabric.bandwidth"), None)
+    if bandwidth:
+        bars, gate = port_bandwidth(bandwidth)
+        if bars:
+            charts.append(bar_chart(f"{node}: ib_write_bw per port (the slower end)", bars, gate))
+    return charts
+
+
 def _status_counts(checks):
     return {s: sum(1 for c in checks if c.get("status") == s) for s in acceptance.STATUSES}
 
 
-def html_context(run, nodes):
+def html_context(run, nodes, run_dir=None):
     """What the HTML template shows, every value as text: racks of nodes, the matrix of check ids, the totals per
     rack and profile."""
     rows = _rows(run, nodes)
@@ -253,6 +391,7 @@ def html_context(run, nodes):
             "checks": [{**c, "value_text": _text(c.get("value")), "gate_text": _text(c.get("gate"))} for c in checks],
             "inventory": (document or {}).get("inventory") or {},
             "evidence": [_evidence(e) for e in (document or {}).get("evidence") or [] if isinstance(e, dict)],
+            "charts": node_charts(run_dir, entry.get("node"), checks) if document else [],
         }
         racks.setdefault(node["rack"], []).append(node)
         profile = profiles.setdefault(node["profile"], dict.fromkeys(VERDICTS, 0))
@@ -273,19 +412,25 @@ def html_context(run, nodes):
     }
 
 
-def html(run, nodes):
+def html(run, nodes, run_dir=None):
     # Imported here: Jinja2 is the controller's (Ansible's own dependency), and only this report needs it.
     import jinja2
+    import markupsafe
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     template = env.from_string(TEMPLATE.read_text(encoding="utf-8"))
-    return template.render(**html_context(run, nodes))
+    context = html_context(run, nodes, run_dir)
+    for rack in context["racks"].values():
+        for node in rack:
+            # Drawn by this module with every label escaped (line_chart, bar_chart).
+            node["charts"] = [markupsafe.Markup(chart) for chart in node["charts"]]
+    return template.render(**context)
 
 
 def write_reports(run_dir):
     """Write every report into run_dir from its documents; {kind: path} of what was written."""
     run, nodes = load(run_dir)
-    made = {"html": html, "junit": junit, "markdown": markdown, "csv": inventory_csv}
+    made = {"html": lambda r, n: html(r, n, run_dir), "junit": junit, "markdown": markdown, "csv": inventory_csv}
     written = {}
     for kind, name in REPORTS.items():
         path = os.path.join(run_dir, name)

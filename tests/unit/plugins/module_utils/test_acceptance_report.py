@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance_report, acceptance_results
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance_report, acceptance_results, nccl_tests
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "acceptance"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 NODES = ("h100-healthy", "h100-gpu-missing", "h100-ecc", "h100-cuda-no-toolkit", "h100-ib-bw-low",
          "h100-container-pull-failed")  # fmt: skip
 RUN = {"run_id": "20261206T100000Z", "started_at": "2026-12-06T10:00:00Z", "finished_at": "2026-12-06T10:04:10Z",
@@ -228,3 +229,56 @@ def test_a_run_document_of_another_shape_reads_as_empty(tmp_path):
     acceptance_report.write_reports(str(tmp_path))
     assert [s.name for s in JUnitXml.fromfile(str(tmp_path / "junit.xml"))] == ["n2"]
     assert "0 accepted, 0 rejected, 0 incomplete of 0 node(s)" in (tmp_path / "summary.md").read_text()
+
+
+def nccl_read(capture="nccl-tests-290-all_reduce-h100-8gpu-single-node.txt"):
+    """acceptance_read's copy of the nccl_tests stage's results.json, its measurement parsed from a real run."""
+    parsed = nccl_tests.parse((FIXTURES / "nccl" / capture).read_text())
+    kept = {"node/all_reduce_perf": {"measurement": {"results": parsed["results"], "rc": 0}}}
+    return {"evidence": {"nccl-tests-results.json": {"path": "/var/lib/gpuops/nccl_tests/results.json",
+                                                     "stdout": json.dumps(kept)}}}  # fmt: skip
+
+
+def svgs(text):
+    return re.findall(r"<svg .*?</svg>", text, re.S)
+
+
+def test_charts_of_nccl_by_message_size_and_of_each_port(tmp_path):
+    """The healthy node's kept all_reduce_perf run (8x H100, 128 MiB to 4 GiB) against its gate; ib_write_bw of the
+    node whose mlx5_4 moves half its rate, that port below its gate."""
+    run_dir = tmp_path / "r"
+    healthy = acceptance_results.write_node(str(run_dir), golden("h100-healthy"), nccl_read())
+    slow = acceptance_results.write_node(str(run_dir), golden("h100-ib-bw-low"), {})
+    acceptance_results.write_run(str(run_dir), RUN, [acceptance_results.node_entry(d) for d in (healthy, slow)])
+    acceptance_report.write_reports(str(run_dir))
+    text = (run_dir / "report.html").read_text()
+    nccl, healthy_ports, slow_ports = svgs(text)
+    assert "all_reduce_perf bus bandwidth" in nccl and "gate 460 GB/s" in nccl
+    # The better side of each size; the gate judges the largest (the smaller ones are below it, as NVLS is).
+    assert re.findall(r'class="(\w+)"><title>([^<]+)</title></circle>', nccl) == [
+        ("point", "128 MiB: 382.99 GB/s"), ("point", "256 MiB: 413.97 GB/s"), ("point", "512 MiB: 431.81 GB/s"),
+        ("point", "1 GiB: 465.25 GB/s"), ("point", "2 GiB: 469.64 GB/s"), ("point", "4 GiB: 476.53 GB/s")]  # fmt: skip
+    below = acceptance_report.line_chart("t", [(2**27, 400.0), (2**33, 235.26)], 460)
+    assert re.findall(r'class="(\w+)"><title>', below) == ["point", "below"]
+    assert 'class="below"' not in healthy_ports
+    assert "gate 380 Gb/s" in slow_ports
+    assert re.findall(r">([a-z0-9_]+)</text><rect [^>]*class=\"below\"", slow_ports) == ["mlx5_4"]
+    assert "196.17 (below)" in slow_ports
+    assert acceptance_report.nccl_points(str(run_dir), "h100-ib-bw-low") == []
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["", "[]", '{"node/all_reduce_perf": 1}', '{"node/all_reduce_perf": {"measurement": {"results": [1, {"size": -1}, '
+     '{"size": 8, "in_place": {"busbw_gbps": "NaN"}}, {"size": true, "in_place": {"busbw_gbps": 3}}]}}}'],
+)  # fmt: skip
+def test_nccl_points_of_unreadable_evidence(tmp_path, content):
+    (tmp_path / "evidence" / "n1").mkdir(parents=True)
+    (tmp_path / "evidence" / "n1" / "nccl-tests-results.json").write_text(content)
+    assert acceptance_report.nccl_points(str(tmp_path), "n1") == []
+    assert acceptance_report.nccl_points(str(tmp_path), "../n1") == []
+
+
+def test_chart_labels_are_escaped():
+    chart = acceptance_report.bar_chart("<b>", [("<script>x</script>", 10.0)], 20.0)
+    assert "<script>" not in chart and "&lt;script&gt;" in chart and "<b>" not in chart
