@@ -41,7 +41,6 @@ SUITES = {
     "infiniband": [UNIT + "test_infiniband.py", "tests/unit/plugins/modules/test_ib_facts.py", *ACCEPTANCE_TESTS],
     "perftest": [UNIT + "test_perftest.py", *ACCEPTANCE_TESTS],
     "ethtool": [UNIT + "test_ethtool.py", *ACCEPTANCE_TESTS],
-    "kubernetes_node": [UNIT + "test_kubernetes_node.py"],
 }  # fmt: skip
 # What the unit tests read besides the module: the collection's other code, captures, profiles, schemas.
 COPY = ["plugins", "tests/unit", "tests/fixtures", "inventory", "schemas", "pyproject.toml"]
