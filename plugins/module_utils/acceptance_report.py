@@ -311,7 +311,7 @@ def line_chart(title, points, gate, unit="GB/s"):
             f"bandwidth in {unit}</text>"]  # fmt: skip
     if gate is not None:
         body.append(f'<line x1="{left}" y1="{y(gate):.1f}" x2="{width - right}" y2="{y(gate):.1f}" class="gate"/>'
-                    f'<text x="{width - right}" y="{y(gate) - 4:.1f}" text-anchor="end" class="gate-label">gate '
+                    f'<text x="{left + 6}" y="{y(gate) - 4:.1f}" class="gate-label">gate '
                     f"{gate:g} {unit}</text>")  # fmt: skip
     path = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in points)
     body.append(f'<polyline points="{path}" class="series"/>')
@@ -405,7 +405,8 @@ def html_context(run, nodes, run_dir=None):
         "totals": run.get("totals") or {},
         "rack_totals": run.get("racks") or {},
         "profiles": profiles,
-        "racks": racks,
+        # Racks by name, the nodes of no rack last.
+        "racks": dict(sorted(racks.items(), key=lambda item: (item[0] == "no rack", item[0]))),
         "check_ids": check_ids,
         "verdicts": VERDICTS,
         "statuses": acceptance.STATUSES,

@@ -72,6 +72,8 @@ DISTROS = {
 HOST_PACKAGES = (
     "podman", "runc", "netavark", "aardvark-dns", "iptables", "debootstrap", "gnupg", "apt-utils", "openssh-client",
     "rpm", "createrepo-c",
+    # The acceptance report's browser test (tests/integration/test_report_browser.py): Debian's headless browser.
+    "chromium", "chromium-driver",
 )  # fmt: skip
 # The two settings ../shared/ENVIRONMENT.md found necessary on this host:
 # runc (crun fails on hybrid cgroups) and ulimits within the host's limits;
