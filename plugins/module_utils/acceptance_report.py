@@ -25,9 +25,12 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_results
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_history, acceptance_results
 
 REPORTS = {"html": "report.html", "junit": "junit.xml", "markdown": "summary.md", "csv": "inventory.csv"}
+# Beside the runs, in the results directory: every run, newest first, with a link to its report.
+INDEX = "index.html"
+INDEX_TEMPLATE = Path(__file__).with_name("acceptance_report_index.html.j2")
 TEMPLATE = Path(__file__).with_name("acceptance_report.html.j2")
 VERDICTS = ("accepted", "rejected", "incomplete")
 # A value longer than this is cut in the reports (the node's document keeps it whole).
@@ -174,9 +177,26 @@ def _md(value, limit=VALUE_LIMIT):
     return re.sub(r"([\\|`*_\[\]<>#])", r"\\\1", _text(value, limit))
 
 
-def markdown(run, nodes):
-    """The run for a ticket: who, when, the totals per rack, each node's verdict, and what to do about each node that
-    was not accepted."""
+def _change_words(changes):
+    """One node's changes since the previous run, as phrases."""
+    words = []
+    if changes.get("verdict"):
+        before, now = changes["verdict"]
+        words.append(f"verdict {str(before).upper()} → {str(now).upper()}")
+    if changes.get("new_failures"):
+        words.append("newly failing: " + ", ".join(changes["new_failures"]))
+    if changes.get("fixed"):
+        words.append("fixed: " + ", ".join(changes["fixed"]))
+    if changes.get("nccl_busbw"):
+        nccl = changes["nccl_busbw"]
+        words.append(f"NCCL bus bandwidth {nccl['before']:g} → {nccl['now']:g} GB/s ({nccl['change_pct']:+g} %)")
+    words += [f"{f['what']} {f['before']} → {f['now']}" for f in changes.get("firmware") or []]
+    return words
+
+
+def markdown(run, nodes, comparison=None):
+    """The run for a ticket: who, when, the totals per rack, each node's verdict, what changed since the previous run
+    of its nodes, and what to do about each node that was not accepted."""
     totals = run.get("totals") or {}
     lines = [f"# Acceptance run {_md(run.get('run_id'))}", ""]
     if run.get("simulated"):
@@ -201,6 +221,12 @@ def markdown(run, nodes):
         lines.append(f"| {_md(entry.get('node'))} | {_md(entry.get('rack'))} | {_md(entry.get('profile'))} | "
                      f"{_md(str(entry.get('verdict')).upper())} | "
                      f"{', '.join(_md(c.get('id')) + ' ' + _md(c.get('status')) for c in failed)} |")  # fmt: skip
+    if comparison:
+        lines += ["", f"## Since run {_md(comparison['previous'])}", ""]
+        changed = sorted(comparison["nodes"].items())
+        lines += [f"- {_md(node)}: {_md('; '.join(_change_words(changes)), 2000)}" for node, changes in changed]
+        if not changed:
+            lines.append(f"- No change on the {len(comparison['common'])} node(s) both runs checked.")
     for entry, document in _rows(run, nodes):
         if entry.get("verdict") == "accepted":
             continue
@@ -393,7 +419,7 @@ def _status_counts(checks):
     return {s: sum(1 for c in checks if c.get("status") == s) for s in acceptance.STATUSES}
 
 
-def html_context(run, nodes, run_dir=None):
+def html_context(run, nodes, run_dir=None, comparison=None):
     """What the HTML template shows, every value as text: racks of nodes, the matrix of check ids, the totals per
     rack and profile."""
     rows = _rows(run, nodes)
@@ -435,17 +461,16 @@ def html_context(run, nodes, run_dir=None):
         "check_ids": check_ids,
         "verdicts": VERDICTS,
         "statuses": acceptance.STATUSES,
+        "comparison": comparison,
+        "changes": {node: _change_words(c) for node, c in ((comparison or {}).get("nodes") or {}).items()},
     }
 
 
-def html(run, nodes, run_dir=None):
-    # Imported here: Jinja2 is the controller's (Ansible's own dependency), and only this report needs it.
-    import jinja2
+def html(run, nodes, run_dir=None, comparison=None):
     import markupsafe
 
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    template = env.from_string(TEMPLATE.read_text(encoding="utf-8"))
-    context = html_context(run, nodes, run_dir)
+    template = _environment().from_string(TEMPLATE.read_text(encoding="utf-8"))
+    context = html_context(run, nodes, run_dir, comparison)
     for rack in context["racks"].values():
         for node in rack:
             # Drawn by this module with every label escaped (line_chart, bar_chart).
@@ -453,13 +478,56 @@ def html(run, nodes, run_dir=None):
     return template.render(**context)
 
 
+def comparison_of(run_dir, run, nodes):
+    """The run against the last earlier run of any of its nodes in the same results directory, or None."""
+    found = acceptance_history.previous(run_dir, run)
+    if found is None:
+        return None
+    try:
+        before_run, before_nodes = load(found[1])
+    except ReportError:
+        return None
+    return acceptance_history.compare(before_run, before_nodes, run, nodes)
+
+
+def _environment():
+    # Imported here: Jinja2 is the controller's (Ansible's own dependency), and only the HTML needs it.
+    import jinja2
+
+    return jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def index(results_dir):
+    """The results directory's page of runs, newest first."""
+    rows = []
+    for run_id, run_dir, run in reversed(acceptance_history.runs(results_dir)):
+        totals = run.get("totals") if isinstance(run.get("totals"), dict) else {}
+        rows.append({"run_id": run_id, "started_at": run.get("started_at") or "", "operator": run.get("operator") or "",
+                     "totals": {v: totals.get(v, 0) for v in (*VERDICTS, "nodes")},
+                     "simulated": bool(run.get("simulated")),
+                     "report": f"{run_id}/{REPORTS['html']}" if os.path.isfile(os.path.join(run_dir, REPORTS["html"]))
+                     else None})  # fmt: skip
+    template = _environment().from_string(INDEX_TEMPLATE.read_text(encoding="utf-8"))
+    return template.render(runs=rows, verdicts=VERDICTS)
+
+
 def write_reports(run_dir):
-    """Write every report into run_dir from its documents; {kind: path} of what was written."""
+    """Write every report into run_dir from its documents, and the results directory's index of runs; {kind: path}
+    of what was written."""
     run, nodes = load(run_dir)
-    made = {"html": lambda r, n: html(r, n, run_dir), "junit": junit, "markdown": markdown, "csv": inventory_csv}
+    comparison = comparison_of(run_dir, run, nodes)
+    made = {
+        "html": lambda r, n: html(r, n, run_dir, comparison),
+        "junit": junit,
+        "markdown": lambda r, n: markdown(r, n, comparison),
+        "csv": inventory_csv,
+    }
     written = {}
     for kind, name in REPORTS.items():
         path = os.path.join(run_dir, name)
         acceptance_results.write_file(path, made[kind](run, nodes))
         written[kind] = path
+    results_dir = os.path.dirname(os.path.normpath(run_dir))
+    written["index"] = os.path.join(results_dir, INDEX)
+    acceptance_results.write_file(written["index"], index(results_dir))
     return written

@@ -32,6 +32,7 @@ SUITES = {
     "acceptance": [*ACCEPTANCE_TESTS, UNIT + "test_acceptance_golden.py", UNIT + "test_acceptance_results.py"],
     "acceptance_pairs": [UNIT + "test_acceptance_pairs.py", *ACCEPTANCE_TESTS],
     "acceptance_results": [UNIT + "test_acceptance_results.py", *ACCEPTANCE_TESTS],
+    "acceptance_history": [UNIT + "test_acceptance_history.py"],
     "nccl_tests": [UNIT + "test_nccl_tests.py", UNIT + "test_nccl_tests_plan.py", UNIT + "test_nccl_tests_pairs.py",
                    *ACCEPTANCE_TESTS, "tests/unit/plugins/modules/test_nccl_test.py"],
     "nccl_tests_pairs": [UNIT + "test_nccl_tests_pairs.py", *ACCEPTANCE_TESTS],
