@@ -237,9 +237,22 @@ def markdown(run, nodes, comparison=None):
         for check in document.get("checks") or []:
             if check.get("required") and check.get("status") in ("FAIL", "ERROR", "SKIPPED"):
                 action = f" **Next:** {_md(check.get('action'))}" if check.get("action") else ""
-                lines.append(f"- `{_md(check.get('id'))}` {_md(check.get('status'))}: {_md(check.get('reason'))}"
-                             f"{action}")  # fmt: skip
+                # Inside a code span Markdown escapes nothing: only its own delimiter is taken out.
+                code = _text(check.get("id")).replace("`", "")
+                lines.append(f"- `{code}` {_md(check.get('status'))}: {_md(check.get('reason'))}{action}")
     return "\n".join(lines) + "\n"
+
+
+def _inventory(document):
+    """A node document's inventory with the shape the reports read: what is not a mapping reads as absent."""
+    inventory = (document or {}).get("inventory")
+    inventory = inventory if isinstance(inventory, dict) else {}
+    system = inventory.get("system")
+    return {
+        "system": system if isinstance(system, dict) else {},
+        **{key: [i for i in inventory.get(key) or [] if isinstance(i, dict)] if isinstance(inventory.get(key), list)
+           else [] for key in ("gpus", "rdma_adapters")},
+    }  # fmt: skip
 
 
 def _cell(value):
@@ -253,9 +266,9 @@ def inventory_csv(run, nodes):
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for entry, document in _rows(run, nodes):
-        inventory = (document or {}).get("inventory") or {}
+        inventory = _inventory(document)
         base = (entry.get("node"), entry.get("rack"), entry.get("profile"))
-        system = inventory.get("system") or {}
+        system = inventory["system"]
         if document is not None:
             model = " ".join(str(system[k]) for k in ("manufacturer", "product") if system.get(k))
             writer.writerow(map(_cell, (*base, "system", "", model, system.get("serial"), system.get("uuid"),
@@ -440,7 +453,7 @@ def html_context(run, nodes, run_dir=None, comparison=None):
             "statuses": {c.get("id"): c.get("status") for c in checks},
             "counts": _status_counts(checks),
             "checks": [_check_row(c) for c in checks],
-            "inventory": (document or {}).get("inventory") or {},
+            "inventory": _inventory(document),
             "evidence": [_evidence(e) for e in (document or {}).get("evidence") or [] if isinstance(e, dict)],
             "charts": node_charts(run_dir, entry.get("node"), checks) if document else [],
         }

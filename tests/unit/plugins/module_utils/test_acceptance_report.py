@@ -283,3 +283,13 @@ def test_nccl_points_of_unreadable_evidence(tmp_path, content):
 def test_chart_labels_are_escaped():
     chart = acceptance_report.bar_chart("<b>", [("<script>x</script>", 10.0)], 20.0)
     assert "<script>" not in chart and "&lt;script&gt;" in chart and "<b>" not in chart
+
+
+def test_an_inventory_of_another_shape_reads_as_empty(tmp_path):
+    document = golden("h100-healthy", node="n1")
+    document["inventory"] = {"gpus": ["GPU-1", {"index": 0, "serial": "S0"}], "rdma_adapters": "mlx5_0", "system": []}
+    run_dir = results_dir(tmp_path, [document], unreachable=())
+    acceptance_report.write_reports(str(run_dir))
+    rows = list(csv.DictReader(io.StringIO((run_dir / "inventory.csv").read_text())))
+    assert [(r["component"], r["serial"]) for r in rows] == [("system", ""), ("gpu", "S0")]
+    assert 'id="node-n1"' in (run_dir / "report.html").read_text()
