@@ -248,7 +248,12 @@ def _inventory(document):
     inventory = (document or {}).get("inventory")
     inventory = inventory if isinstance(inventory, dict) else {}
     system = inventory.get("system")
+    driver, tools = inventory.get("driver"), inventory.get("tools")
+    driver = driver if isinstance(driver, dict) else {}
+    versions = {"driver": driver.get("loaded"), "CUDA (driver)": driver.get("cuda_version")}
+    versions.update(tools if isinstance(tools, dict) else {})
     return {
+        "versions": {k: str(v) for k, v in versions.items() if isinstance(v, (str, int, float)) and str(v)},
         "system": system if isinstance(system, dict) else {},
         **{key: [i for i in inventory.get(key) or [] if isinstance(i, dict)] if isinstance(inventory.get(key), list)
            else [] for key in ("gpus", "rdma_adapters")},

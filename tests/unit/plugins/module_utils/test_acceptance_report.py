@@ -149,6 +149,7 @@ def test_the_html_shows_every_node_check_and_fault(rack):
     links = [a["href"] for t, a in page.tags if t == "a" and not a["href"].startswith("#")]
     assert links == [f"evidence/{n}/nvidia-smi-topo.txt" for n in sorted(NODES)]
     assert "dkms-status.txt: missing" in shown
+    assert "Versions: driver 565.57.01, CUDA (driver) 12.7, dcgm 3.1.0" in shown
 
 
 def test_a_run_of_real_hardware_has_no_banner(tmp_path):
