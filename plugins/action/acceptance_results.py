@@ -46,7 +46,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     _VALID_ARGS = frozenset(("step", "results_dir", "run_id", "evidence", "hardware", "required", "optional", "hosts",
-                             "started_at", "result_var"))  # fmt: skip
+                             "started_at", "result_var", "site"))  # fmt: skip
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -62,6 +62,7 @@ class ActionModule(ActionBase):
                 "hosts": {"type": "list", "elements": "str", "default": []},
                 "started_at": {"type": "str", "default": ""},
                 "result_var": {"type": "str", "default": "__acceptance_node"},
+                "site": {"type": "str", "default": ""},
             },
         )
         # Results are a record of the run, not managed state: writing them changes no node, and a re-run's new
@@ -128,6 +129,7 @@ class ActionModule(ActionBase):
             "started_at": args["started_at"] or _now(),
             "finished_at": _now(),
             "operator": getpass.getuser(),
+            "site": args["site"] or None,
             "collection": _collection(),
             "tools": {"ansible_core": ansible_core_version},
         }

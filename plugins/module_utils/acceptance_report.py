@@ -198,7 +198,8 @@ def markdown(run, nodes, comparison=None):
     """The run for a ticket: who, when, the totals per rack, each node's verdict, what changed since the previous run
     of its nodes, and what to do about each node that was not accepted."""
     totals = run.get("totals") or {}
-    lines = [f"# Acceptance run {_md(run.get('run_id'))}", ""]
+    site = f"{_md(run['site'])}: " if run.get("site") else ""
+    lines = [f"# {site}Acceptance run {_md(run.get('run_id'))}", ""]
     if run.get("simulated"):
         lines += ["**SIMULATED**: at least one node's hardware was simulated; these results prove nothing about real "
                   "hardware.", ""]  # fmt: skip
@@ -466,7 +467,7 @@ def html_context(run, nodes, run_dir=None, comparison=None):
         profile = profiles.setdefault(node["profile"], dict.fromkeys(VERDICTS, 0))
         profile[node["verdict"]] = profile.get(node["verdict"], 0) + 1
     collection = run.get("collection") or {}
-    header = {k: run.get(k) or "" for k in ("run_id", "started_at", "finished_at", "operator")}
+    header = {k: run.get(k) or "" for k in ("run_id", "started_at", "finished_at", "operator", "site")}
     return {
         "run": {**header, "simulated": bool(run.get("simulated"))},
         "collection": f"{collection.get('name') or ''} {collection.get('version') or ''}".strip(),
@@ -520,7 +521,8 @@ def index(results_dir):
     rows = []
     for run_id, run_dir, run in reversed(acceptance_history.runs(results_dir)):
         totals = run.get("totals") if isinstance(run.get("totals"), dict) else {}
-        rows.append({"run_id": run_id, "started_at": run.get("started_at") or "", "operator": run.get("operator") or "",
+        rows.append({"run_id": run_id, "site": run.get("site") or "", "started_at": run.get("started_at") or "",
+                     "operator": run.get("operator") or "",
                      "totals": {v: totals.get(v, 0) for v in (*VERDICTS, "nodes")},
                      "simulated": bool(run.get("simulated")),
                      "report": f"{run_id}/{REPORTS['html']}" if os.path.isfile(os.path.join(run_dir, REPORTS["html"]))

@@ -213,6 +213,8 @@ def write_run(run_dir, run, entries):
         "started_at": previous.get("started_at") or run["started_at"],
         "finished_at": run["finished_at"],
         "operator": run["operator"],
+        # The latest attempt's site, else the run's first.
+        "site": run.get("site") or previous.get("site"),
         "collection": run["collection"],
         "tools": run["tools"],
         "simulated": any(n.get("simulated") for n in ordered),

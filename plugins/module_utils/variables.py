@@ -58,6 +58,9 @@ _FINGERPRINT = re.compile(r"(?:0[xX])?[0-9A-Fa-f ]{40,80}")
 _SHA256 = re.compile(r"(?:[0-9a-fA-F]{64})?")
 # The acceptance stage's run ids name a directory (module_utils acceptance.RUN_ID).
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# A site's name as people write it (any script), shown in the acceptance reports: no control character, no blank at
+# either end.
+_SITE = re.compile(r"[^\x00-\x20\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]{0,126}[^\x00-\x20\x7f-\x9f])?")
 # Open MPI MCA parameters that name a program to run on every node: the launcher's ssh, set by the role.
 MPI_LAUNCH_PARAMETERS = ("plm_rsh_agent", "plm_ssh_agent", "plm_rsh_args", "plm_ssh_args", "orte_launch_agent",
                          "prte_launch_agent", "plm_rsh_no_tree_spawn")  # fmt: skip
@@ -430,6 +433,14 @@ VARIABLES = {
     "acceptance_results_dir": Rule(
         _scalar(lambda v: None if v == "" else controller_dir(v)),
         'an absolute directory on the controller, e.g. /srv/gpuops/reports, or "" for reports/ beside the inventory',
+    ),
+    "acceptance_site": Rule(
+        _scalar(
+            text(
+                _SITE, "not a site name (1 to 128 characters, no control character, no blank at either end)", empty=True
+            )
+        ),
+        'the site\'s name for the reports, e.g. "Frankfurt DC2 hall 3", or "" for none',
     ),
     "acceptance_run_id": Rule(
         _scalar(text(_RUN_ID, "not a run id (letters, digits, '.', '_', '-'; at most 64)", empty=True)),

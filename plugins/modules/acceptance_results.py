@@ -74,6 +74,10 @@ options:
     description: C(step=run) - when the run started (C(step=check)'s C(started_at)).
     type: str
     default: ""
+  site:
+    description: C(step=run) - the site's name the run's document and reports show; empty for none.
+    type: str
+    default: ""
   result_var:
     description: C(step=run) - the variable each host registered its C(step=node) result in.
     type: str

@@ -55,6 +55,11 @@ BAD = {
     "acceptance_container_image": [("nvcr.io/nvidia/cuda:12.2.2 --privileged", "not an image reference")],
     "acceptance_results_dir": [("reports", "not an absolute path"), ("/srv/r\nx", "not an absolute")],
     "acceptance_run_id": [("../20261205T091500Z", "not a run id"), ("a b", "not a run id")],
+    "acceptance_site": [
+        ("DC2\nhall 3", "not a site name"),
+        (" DC2", "not a site name"),
+        ("x" * 129, "not a site name"),
+    ],
     "cuda_toolkit_cuda_repo_key_fingerprint": [("EB69 3B30\n35CD", "not an OpenPGP fingerprint")],
     "cuda_toolkit_cuda_repo_key_sha256": [("abc", "not a SHA-256 hex digest")],
     "cuda_toolkit_cuda_repo_rpm_key_fingerprint": [("D42D0685", "not an OpenPGP fingerprint")],

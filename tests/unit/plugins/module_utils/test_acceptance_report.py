@@ -152,6 +152,18 @@ def test_the_html_shows_every_node_check_and_fault(rack):
     assert "Versions: driver 565.57.01, CUDA (driver) 12.7, dcgm 3.1.0" in shown
 
 
+def test_the_site_heads_every_report(tmp_path):
+    run_dir = results_dir(tmp_path, [golden("h100-healthy")], unreachable=())
+    run = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**run, "site": "Frankfurt <DC2> hall 3"}))
+    acceptance_report.write_reports(str(run_dir))
+    assert (
+        '<span id="site">Frankfurt &lt;DC2&gt; hall 3</span>: Acceptance run' in (run_dir / "report.html").read_text()
+    )
+    assert (run_dir / "summary.md").read_text().startswith("# Frankfurt \\<DC2\\> hall 3: Acceptance run ")
+    assert "<td>Frankfurt &lt;DC2&gt; hall 3</td>" in (run_dir.parent / "index.html").read_text()
+
+
 def test_a_run_of_real_hardware_has_no_banner(tmp_path):
     run_dir = results_dir(tmp_path, [golden("h100-healthy")], unreachable=())
     run = json.loads((run_dir / "run.json").read_text())
