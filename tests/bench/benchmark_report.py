@@ -25,24 +25,18 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / ".collections"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import (  # noqa: E402
-    acceptance_report,
-    acceptance_results,
-    nccl_tests,
-)
+from results_fixture import GOLDEN, nccl_read
 
-GOLDEN = ROOT / "tests" / "unit" / "plugins" / "module_utils" / "golden" / "acceptance"
-NCCL = ROOT / "tests" / "fixtures" / "nccl" / "nccl-tests-290-all_reduce-h100-8gpu-single-node.txt"
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance_report, acceptance_results
+
 GOALS = {"write": 10.0, "size": 15 * 2**20, "open": 5.0}
 
 
 def build(run_dir: Path, count: int) -> None:
     goldens = [json.loads(p.read_text()) for p in sorted(GOLDEN.glob("*.json"))]
-    kept = {"node/all_reduce_perf": {"measurement": {"results": nccl_tests.parse(NCCL.read_text())["results"]}}}
-    read = {"evidence": {"nccl-tests-results.json": {"path": "results.json", "stdout": json.dumps(kept)}}}
+    read = nccl_read()
     run = {"run_id": run_dir.name, "started_at": "2026-12-06T10:00:00Z", "finished_at": "2026-12-06T11:00:00Z",
            "operator": "bench", "collection": {"name": "gpuops.bringup", "version": "0.1.0"}, "tools": {}}  # fmt: skip
     entries = []

@@ -6,31 +6,21 @@ a screenshot and the page printed to PDF under tests/output/."""
 from __future__ import annotations
 
 import base64
-import json
 import re
 import shutil
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from results_fixture import ROOT, golden, nccl_read
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.print_page_options import PrintOptions
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / ".collections"))
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance_report, acceptance_results
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import (  # noqa: E402
-    acceptance_report,
-    acceptance_results,
-    nccl_tests,
-)
-
-GOLDEN = ROOT / "tests" / "unit" / "plugins" / "module_utils" / "golden" / "acceptance"
-NCCL = ROOT / "tests" / "fixtures" / "nccl" / "nccl-tests-290-all_reduce-h100-8gpu-single-node.txt"
 OUTPUT = ROOT / "tests" / "output"
 RUN = {"run_id": "20261206T100000Z", "started_at": "2026-12-06T10:00:00Z", "finished_at": "2026-12-06T10:04:10Z",
        "operator": "ops", "collection": {"name": "gpuops.bringup", "version": "0.1.0"},
@@ -41,7 +31,7 @@ NODES = {"h100-healthy": "rack_a", "h100-gpu-missing": "rack_a", "h100-ib-bw-low
 
 
 def document(name):
-    doc = {**json.loads((GOLDEN / f"{name}.json").read_text()), "node": name, "rack": NODES[name]}
+    doc = {**golden(name), "node": name, "rack": NODES[name]}
     if name == "h100-ib-bw-low":
         doc["simulated"] = {"profile": "hgx_h100_8gpu_ib_bw_low", "captures": []}
     return doc
@@ -50,8 +40,7 @@ def document(name):
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("reports") / RUN["run_id"]
-    kept = {"node/all_reduce_perf": {"measurement": {"results": nccl_tests.parse(NCCL.read_text())["results"]}}}
-    read = {"evidence": {"nccl-tests-results.json": {"path": "results.json", "stdout": json.dumps(kept)}}}
+    read = nccl_read()
     entries = [acceptance_results.node_entry(acceptance_results.write_node(str(run_dir), document(name), read))
                for name in NODES]  # fmt: skip
     entries.append(acceptance_results.unreachable_entry("h100-down", "rack_b", "hgx_h100_8gpu", "host unreachable"))
