@@ -32,7 +32,7 @@ def runs(results_dir):
         try:
             with open(path, encoding="utf-8") as handle:
                 run = json.load(handle)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
         if isinstance(run, dict) and run.get("schema") == RUN_SCHEMA:
             found.append((name, os.path.join(results_dir, name), run))

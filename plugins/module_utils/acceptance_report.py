@@ -60,7 +60,7 @@ def load(run_dir):
     except OSError as error:
         raise ReportError(f"{path} cannot be read ({error.strerror}): give the directory of one run, "
                           "<results_dir>/<run id>") from None  # fmt: skip
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:
         raise ReportError(f"{path} is not JSON ({error})") from None
     if not isinstance(run, dict) or run.get("schema") != "gpuops.bringup/acceptance-run":
         raise ReportError(f"{path} is no acceptance run document (no schema gpuops.bringup/acceptance-run)")
@@ -77,7 +77,7 @@ def load(run_dir):
         if isinstance(results, str) and re.fullmatch(r"nodes/[A-Za-z0-9_.@-]+\.json", results):
             try:
                 document = _read_json(os.path.join(run_dir, results))
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 document = None
         nodes.append(document if isinstance(document, dict) else None)
     return run, nodes
@@ -98,12 +98,15 @@ HTML_VALUE_LIMIT = 160
 HTML_PASS_LIMIT = 48
 
 
-def _plain(value):
-    """A value as a person reads it, without JSON's quotes: mappings as "key value; ...", lists as "a, b"."""
+def _plain(value, depth=0):
+    """A value as a person reads it, without JSON's quotes: mappings as "key value; ...", lists as "a, b" (nesting
+    deeper than any document's cut short: a copied one may nest anything)."""
+    if depth > 8 and isinstance(value, (dict, list)):
+        return "…"
     if isinstance(value, dict):
-        return "; ".join(f"{k} {_plain(v)}" for k, v in value.items())
+        return "; ".join(f"{k} {_plain(v, depth + 1)}" for k, v in value.items())
     if isinstance(value, list):
-        return ", ".join(_plain(v) for v in value)
+        return ", ".join(_plain(v, depth + 1) for v in value)
     return "-" if value is None else str(value)
 
 

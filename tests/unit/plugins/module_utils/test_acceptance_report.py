@@ -306,3 +306,19 @@ def test_an_inventory_of_another_shape_reads_as_empty(tmp_path):
     rows = list(csv.DictReader(io.StringIO((run_dir / "inventory.csv").read_text())))
     assert [(r["component"], r["serial"]) for r in rows] == [("system", ""), ("gpu", "S0")]
     assert 'id="node-n1"' in (run_dir / "report.html").read_text()
+
+
+def test_deeply_nested_documents_are_refused_or_cut(tmp_path, rack):
+    """A run.json nested deeper than the JSON reader goes is no run; a check value nested deep is cut in the HTML."""
+    deep = "[" * 100000 + "]" * 100000
+    (tmp_path / "run.json").write_text(deep)
+    with pytest.raises(acceptance_report.ReportError, match="is not JSON"):
+        acceptance_report.load(str(tmp_path))
+    document = json.loads((rack / "nodes" / "h100-healthy.json").read_text())
+    value = []
+    for _ in range(500):
+        value = [value]
+    document["checks"][0]["value"] = value
+    (rack / "nodes" / "h100-healthy.json").write_text(json.dumps(document))
+    acceptance_report.write_reports(str(rack))
+    assert "…" in (rack / "report.html").read_text()
