@@ -29,7 +29,9 @@ UNIT = "tests/unit/plugins/module_utils/"
 ACCEPTANCE_TESTS = [UNIT + "test_acceptance.py"]
 # module -> the tests that judge its mutants: its own, and the acceptance stage's, which read its results.
 SUITES = {
-    "acceptance": [*ACCEPTANCE_TESTS, UNIT + "test_acceptance_golden.py", UNIT + "test_acceptance_results.py"],
+    # The filter tests call bandwidth_member (through acceptance_bandwidth_member) with each node's own view.
+    "acceptance": [*ACCEPTANCE_TESTS, UNIT + "test_acceptance_golden.py", UNIT + "test_acceptance_results.py",
+                   "tests/unit/plugins/filter/test_filters.py"],
     "acceptance_pairs": [UNIT + "test_acceptance_pairs.py", *ACCEPTANCE_TESTS],
     "acceptance_results": [UNIT + "test_acceptance_results.py", *ACCEPTANCE_TESTS],
     "acceptance_history": [UNIT + "test_acceptance_history.py"],

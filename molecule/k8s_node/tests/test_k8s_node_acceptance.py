@@ -25,7 +25,8 @@ def accept(stage_run, results):
          "-e", "acceptance_counter_interval=1"],
     )  # fmt: skip
     assert rc == 0, output[-3000:]
-    (run,) = sorted(results.iterdir())[-1:]
+    # The latest run's directory (beside the runs, the results directory's index.html).
+    (run,) = sorted(p for p in results.iterdir() if p.is_dir())[-1:]
     document = json.loads((run / "nodes" / "gpu.json").read_text())
     return {c["id"]: c for c in document["checks"] if c["id"] in K8S}
 
@@ -81,7 +82,7 @@ def test_the_verdict_marks_the_node_and_an_accepting_run_takes_the_taint_off(hos
         rc, output = stage_run(ROOT / "playbooks" / "acceptance.yml", "acceptance",
                                [*common, "-e", f"acceptance_results_dir={tmp_path / 'first'}"])  # fmt: skip
         assert rc == 0, output[-3000:]
-        (run,) = (tmp_path / "first").iterdir()
+        (run,) = [p for p in (tmp_path / "first").iterdir() if p.is_dir()]
         verdict = json.loads((run / "nodes" / "gpu.json").read_text())["verdict"]
         # No driver is installed here (see molecule.yml): the node is not accepted.
         assert verdict in ("rejected", "incomplete")
