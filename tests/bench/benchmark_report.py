@@ -59,7 +59,7 @@ def open_seconds(html: Path, runs: int) -> float:
     driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"))
     try:
         best = float("inf")
-        for _ in range(runs):
+        for _run in range(runs):
             driver.get("about:blank")
             start = time.perf_counter()
             driver.get(html.as_uri())  # returns after the load event (page load strategy "normal")
@@ -78,13 +78,13 @@ def main() -> int:
         run_dir = Path(work) / "20261206T100000Z"
         build(run_dir, args.nodes)
         best = float("inf")
-        for _ in range(args.runs):
+        for _run in range(args.runs):
             start = time.perf_counter()
             written = acceptance_report.write_reports(str(run_dir))
             best = min(best, time.perf_counter() - start)
         html = Path(written["html"])
         figures = {"write": best, "size": html.stat().st_size, "open": open_seconds(html, args.runs)}
-    print(f"{args.nodes} nodes, {sum(1 for _ in GOLDEN.glob('*.json'))} golden documents in turn")
+    print(f"{args.nodes} nodes, {len(list(GOLDEN.glob('*.json')))} golden documents in turn")
     print(f"write the four reports: {figures['write']:.2f} s (goal <= {GOALS['write']:g} s)")
     print(f"report.html: {figures['size'] / 2**20:.1f} MiB (goal <= {GOALS['size'] / 2**20:g} MiB)")
     print(f"open in headless chromium: {figures['open']:.2f} s (goal <= {GOALS['open']:g} s)")

@@ -316,7 +316,7 @@ def test_deeply_nested_documents_are_refused_or_cut(tmp_path, rack):
         acceptance_report.load(str(tmp_path))
     document = json.loads((rack / "nodes" / "h100-healthy.json").read_text())
     value = []
-    for _ in range(500):
+    for _level in range(500):
         value = [value]
     document["checks"][0]["value"] = value
     (rack / "nodes" / "h100-healthy.json").write_text(json.dumps(document))
