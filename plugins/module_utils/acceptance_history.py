@@ -10,9 +10,8 @@ import json
 import math
 import os
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_results
 
-RUN_SCHEMA = "gpuops.bringup/acceptance-run"
 # A bus bandwidth this much lower than the last run's is a regression, whatever the gate says.
 REGRESSION_PCT = 5.0
 NOT_PASSED = ("FAIL", "ERROR")
@@ -34,7 +33,7 @@ def runs(results_dir):
                 run = json.load(handle)
         except (OSError, ValueError, RecursionError):
             continue
-        if isinstance(run, dict) and run.get("schema") == RUN_SCHEMA:
+        if isinstance(run, dict) and run.get("schema") == acceptance_results.RUN_SCHEMA:
             found.append((name, os.path.join(results_dir, name), run))
     return sorted(found, key=lambda item: (str(item[2].get("started_at") or ""), item[0]))
 
@@ -53,7 +52,7 @@ def previous(run_dir, run):
     return earlier[-1] if earlier else None
 
 
-def _number(value):
+def finite_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -93,7 +92,7 @@ def node_changes(before, now):
     if before.get("verdict") != now.get("verdict"):
         changes["verdict"] = [before.get("verdict"), now.get("verdict")]
     was, is_now = (old.get("nccl.single_node") or {}).get("value"), (new.get("nccl.single_node") or {}).get("value")
-    if _number(was) and _number(is_now) and was > 0:
+    if finite_number(was) and finite_number(is_now) and was > 0:
         change = (is_now - was) / was * 100
         if change < -REGRESSION_PCT:
             changes["nccl_busbw"] = {"before": was, "now": is_now, "change_pct": round(change, 1)}

@@ -62,8 +62,8 @@ def load(run_dir):
                           "<results_dir>/<run id>") from None  # fmt: skip
     except (ValueError, RecursionError) as error:
         raise ReportError(f"{path} is not JSON ({error})") from None
-    if not isinstance(run, dict) or run.get("schema") != "gpuops.bringup/acceptance-run":
-        raise ReportError(f"{path} is no acceptance run document (no schema gpuops.bringup/acceptance-run)")
+    if not isinstance(run, dict) or run.get("schema") != acceptance_results.RUN_SCHEMA:
+        raise ReportError(f"{path} is no acceptance run document (no schema {acceptance_results.RUN_SCHEMA})")
     # A copied directory may hold anything: what has not the document's shape reads as absent.
     for key in ("totals", "racks", "collection", "tools"):
         run[key] = run.get(key) if isinstance(run.get(key), dict) else {}
@@ -307,10 +307,6 @@ _GATE_GBPS = re.compile(r"([0-9]+(?:\.[0-9]+)?) Gb/s")
 CHART_POINTS = 256
 
 
-def _number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _size(size):
     for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if size >= factor:
@@ -331,10 +327,14 @@ def nccl_points(run_dir, node):
     rows = measured.get("results") if isinstance(measured, dict) else None
     points = {}
     for row in rows if isinstance(rows, list) else []:
-        if not isinstance(row, dict) or not _number(row.get("size")) or row["size"] <= 0:
+        if not isinstance(row, dict) or not acceptance_history.finite_number(row.get("size")) or row["size"] <= 0:
             continue
         sides = [row.get(k) for k in ("out_of_place", "in_place")]
-        values = [v["busbw_gbps"] for v in sides if isinstance(v, dict) and _number(v.get("busbw_gbps"))]
+        values = [
+            v["busbw_gbps"]
+            for v in sides
+            if isinstance(v, dict) and acceptance_history.finite_number(v.get("busbw_gbps"))
+        ]
         if values:
             points[int(row["size"])] = max([*values, points.get(int(row["size"]), 0)])
     return sorted(points.items())[:CHART_POINTS]
@@ -348,7 +348,7 @@ def port_bandwidth(check):
     for rail, runs in sorted(value.items()) if isinstance(value, dict) else []:
         ends = [r.get(k) for r in runs if isinstance(r, dict) for k in ("client_gbps", "server_gbps")] if isinstance(
             runs, list) else []  # fmt: skip
-        figures = [v for v in ends if _number(v)]
+        figures = [v for v in ends if acceptance_history.finite_number(v)]
         if figures:
             bars.append((str(rail), min(figures)))
     return bars[:CHART_POINTS], float(match.group(1)) if match else None
@@ -427,7 +427,7 @@ def node_charts(run_dir, node, checks):
     nccl = next((c for c in checks if c.get("id") == "nccl.single_node"), {})
     points = nccl_points(run_dir, node)
     if points:
-        gate = nccl.get("gate") if _number(nccl.get("gate")) else None
+        gate = nccl.get("gate") if acceptance_history.finite_number(nccl.get("gate")) else None
         charts.append(line_chart(f"{node}: all_reduce_perf bus bandwidth", points, gate))
     bandwidth = next((c for c in checks if c.get("id") == "fabric.bandwidth"), None)
     if bandwidth:

@@ -27,6 +27,8 @@ import time
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_evidence
 
+# The run document's schema name (schemas/acceptance-run.schema.json): what tells a run.json of this stage.
+RUN_SCHEMA = "gpuops.bringup/acceptance-run"
 DIR_MODE = 0o750
 FILE_MODE = 0o640
 # A results directory inside an installed collection would be lost with its next install, and is no place for a
@@ -207,7 +209,7 @@ def write_run(run_dir, run, entries):
                      "operator": run["operator"], "nodes": sorted(e["node"] for e in entries)})  # fmt: skip
     ordered = [nodes[n] for n in sorted(nodes)]
     document = {
-        "schema": "gpuops.bringup/acceptance-run",
+        "schema": RUN_SCHEMA,
         "schema_version": acceptance.SCHEMA_VERSION,
         "run_id": run["run_id"],
         "started_at": previous.get("started_at") or run["started_at"],

@@ -71,3 +71,16 @@ def test_a_directory_that_holds_no_run_is_refused(run_dir, value, message):
     args = [] if value is None else ["-e", f"report_run_dir={value.format(parent=run_dir.parent)}"]
     rc, output = report(*args)
     assert rc != 0 and message in output, output[-3000:]
+
+
+def test_the_report_step_refuses_a_relative_directory():
+    """The step itself, as another playbook would call it: a relative directory is refused with the fix."""
+    proc = subprocess.run(
+        ["ansible", "-i", "localhost,", "-c", "local", "localhost", "-m", "gpuops.bringup.acceptance_results",
+         "-a", "step=report results_dir=reports/20261206T100000Z"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    output = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0, output[-3000:]
+    assert ("results_dir must be an absolute path, got 'reports/20261206T100000Z'. Fix: give the directory of one "
+            "run") in output, output[-3000:]  # fmt: skip
