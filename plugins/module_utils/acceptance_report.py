@@ -25,7 +25,13 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_history, acceptance_results
+from ansible_collections.gpuops.bringup.plugins.module_utils import (
+    acceptance,
+    acceptance_history,
+    acceptance_results,
+    nvidia_smi,
+    parsing,
+)
 
 REPORTS = {"html": "report.html", "junit": "junit.xml", "markdown": "summary.md", "csv": "inventory.csv"}
 # Beside the runs, in the results directory: every run, newest first, with a link to its report.
@@ -376,11 +382,11 @@ def line_chart(title, points, gate, unit="GB/s"):
     body = [f'<text x="{left}" y="16" class="chart-title">{html_text.escape(title)}</text>',
             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" class="axis"/>',
             f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" class="axis"/>',
-            f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">{top_value:.0f}</text>',
-            f'<text x="{left - 4}" y="{height - bottom}" text-anchor="end">0</text>',
+            f'<text x="{left - 4}" y="{top + 4}" class="end">{top_value:.0f}</text>',
+            f'<text x="{left - 4}" y="{height - bottom}" class="end">0</text>',
             f'<text x="{left}" y="{height - 22}">{_size(points[0][0])}</text>',
-            f'<text x="{width - right}" y="{height - 22}" text-anchor="end">{_size(points[-1][0])}</text>',
-            f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" text-anchor="middle">message size; bus '
+            f'<text x="{width - right}" y="{height - 22}" class="end">{_size(points[-1][0])}</text>',
+            f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" class="mid">message size; bus '
             f"bandwidth in {unit}</text>"]  # fmt: skip
     if gate is not None:
         body.append(f'<line x1="{left}" y1="{y(gate):.1f}" x2="{width - right}" y2="{y(gate):.1f}" class="gate"/>'
@@ -396,33 +402,78 @@ def line_chart(title, points, gate, unit="GB/s"):
     return _svg(title, width, height, "".join(body))
 
 
-def bar_chart(title, bars, gate, unit="Gb/s"):
-    """One bar per port, red where below the gate, with the gate as a dashed line."""
-    row, left, right, top = 22, 90, 70, 28
-    width, height = 520, top + row * len(bars) + 24
-    top_value = max([v for _l, v in bars] + [gate or 0]) * 1.05 or 1.0
+def bar_chart(title, bars, gate, unit="Gb/s", width=520, right=70, gate_word="gate", floor=0, no_gate=""):
+    """One horizontal bar per (label, value, bad, note): red where bad, its value and note beside it, and the gate as
+    a dashed line (no_gate written instead where there is none); the scale reaches at least floor."""
+    row, left, top = 22, 90, 28
+    height = top + row * len(bars) + 24
+    top_value = max([b[1] for b in bars] + [gate or 0, floor]) * 1.05 or 1.0
 
     def x(value):
         return left + value / top_value * (width - left - right)
 
+    # Whole pixels and the stylesheet's classes: a 1,000-node report draws some 24,000 bars.
     body = [f'<text x="{left}" y="16" class="chart-title">{html_text.escape(title)}</text>']
-    for i, (label, value) in enumerate(bars):
+    for i, (label, value, bad, note) in enumerate(bars):
         y = top + i * row
-        below = gate is not None and value < gate
-        body.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end">{html_text.escape(label)}</text>'
-                    f'<rect x="{left}" y="{y + 3}" width="{x(value) - left:.1f}" height="{row - 8}" '
-                    f'class="{"below" if below else "bar"}"/><text x="{x(value) + 4:.1f}" y="{y + 14}">{value:g}'
-                    f'{" (below)" if below else ""}</text>')  # fmt: skip
+        body.append(f'<text x="{left - 6}" y="{y + 14}" class="end">{html_text.escape(label)}</text>'
+                    f'<rect x="{left}" y="{y + 3}" width="{x(value) - left:.0f}" class="{"below" if bad else "bar"}"/>'
+                    f'<text x="{x(value) + 4:.0f}" y="{y + 14}">{value:g}{html_text.escape(note)}</text>')  # fmt: skip
+    bottom = top + row * len(bars)
     if gate is not None:
-        bottom = top + row * len(bars)
         body.append(f'<line x1="{x(gate):.1f}" y1="{top}" x2="{x(gate):.1f}" y2="{bottom}" class="gate"/>'
-                    f'<text x="{x(gate):.1f}" y="{bottom + 16}" text-anchor="middle" class="gate-label">gate '
+                    f'<text x="{x(gate):.1f}" y="{bottom + 16}" class="mid gate-label">{gate_word} '
                     f"{gate:g} {unit}</text>")  # fmt: skip
+    elif no_gate:
+        body.append(f'<text x="{left}" y="{bottom + 16}">{html_text.escape(no_gate)}</text>')
     return _svg(title, width, height, "".join(body))
 
 
+def port_bars(bars, gate):
+    """bar_chart's bars of ports: below the gate is bad."""
+    return [(label, value, gate is not None and value < gate, " (below)" if gate is not None and value < gate else "")
+            for label, value in bars]  # fmt: skip
+
+
+def gpu_temperatures(run_dir, node):
+    """([(GPU, its temperature in C, slowed down, its active clock events)], the lowest slowdown threshold reported
+    or None) from the node's kept nvidia-smi -q -x (its evidence file): what the judge read, so what it judged."""
+    if not run_dir or not _SAFE_NAME.fullmatch(str(node)):
+        return [], None
+    try:
+        with open(os.path.join(run_dir, "evidence", str(node), "nvidia-smi-query.xml"), encoding="utf-8",
+                  errors="replace") as handle:  # fmt: skip
+            devices = nvidia_smi.parse_query_xml(handle.read(parsing.MAX_TEXT + 1))["devices"]
+    except (OSError, nvidia_smi.NvidiaSmiParseError):
+        return [], None
+    gpus = []
+    thresholds = []
+    for device in devices[:CHART_POINTS]:
+        temperature = device["temperature"]
+        if temperature["gpu_c"] is None:
+            continue
+        events = device["clock_event_reasons"]
+        slowed = any(reason in nvidia_smi.SLOWDOWN_REASONS for reason in events) or (
+            temperature["slowdown_c"] is not None and temperature["gpu_c"] >= temperature["slowdown_c"])  # fmt: skip
+        gpus.append((f"GPU {device['index']}", temperature["gpu_c"], slowed, events))
+        if temperature["slowdown_c"] is not None:
+            thresholds.append(temperature["slowdown_c"])
+    return gpus, min(thresholds) if thresholds else None
+
+
+def temperature_chart(title, gpus, slowdown):
+    """GPU temperatures with each GPU's clock events beside it (red where slowed down), the slowdown threshold as the
+    gate line."""
+    bars = [(label, value, slowed, f" C; {', '.join(events) or 'no clock event'}")
+            for label, value, slowed, events in gpus]  # fmt: skip
+    # On a scale to 100 C at least: an idle GPU at 30 C is not drawn as a full bar.
+    return bar_chart(title, bars, slowdown, unit="C", width=640, right=260, gate_word="slowdown at", floor=100,
+                     no_gate="no slowdown threshold reported by the driver")  # fmt: skip
+
+
 def node_charts(run_dir, node, checks):
-    """The node's charts as SVG text: NCCL bus bandwidth by message size, ib_write_bw by port."""
+    """The node's charts as SVG text: NCCL bus bandwidth by message size, ib_write_bw by port, GPU temperatures and
+    clock events."""
     charts = []
     nccl = next((c for c in checks if c.get("id") == "nccl.single_node"), {})
     points = nccl_points(run_dir, node)
@@ -433,7 +484,10 @@ def node_charts(run_dir, node, checks):
     if bandwidth:
         bars, gate = port_bandwidth(bandwidth)
         if bars:
-            charts.append(bar_chart(f"{node}: ib_write_bw per port (the slower end)", bars, gate))
+            charts.append(bar_chart(f"{node}: ib_write_bw per port (the slower end)", port_bars(bars, gate), gate))
+    gpus, slowdown = gpu_temperatures(run_dir, node)
+    if gpus:
+        charts.append(temperature_chart(f"{node}: GPU temperature and clock events", gpus, slowdown))
     return charts
 
 

@@ -304,6 +304,9 @@ def _device(index, gpu):
         "temperature": {
             "gpu_c": _int(gpu, "temperature/gpu_temp"),
             "memory_c": _int(gpu, "temperature/memory_temp"),
+            # Where the driver slows the GPU down, and where it shuts it down (N/A on some boards: None).
+            "slowdown_c": _int(gpu, "temperature/gpu_temp_slow_threshold"),
+            "shutdown_c": _int(gpu, "temperature/gpu_temp_max_threshold"),
         },
         "clock_event_reasons": _throttle_reasons(gpu),
         "reset_required": _yes(_text(gpu, "gpu_reset_status/reset_required")),

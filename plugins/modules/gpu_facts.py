@@ -179,7 +179,9 @@ ansible_facts:
               description: C(draw_w), C(limit_w) (enforced limit), C(default_limit_w), C(max_limit_w), in watts.
               type: dict
             temperature:
-              description: C(gpu_c) and C(memory_c), degrees Celsius.
+              description: >-
+                C(gpu_c) and C(memory_c), and the thresholds where the driver slows the GPU down
+                (C(slowdown_c)) and shuts it down (C(shutdown_c)); degrees Celsius, null where not reported.
               type: dict
             clock_event_reasons:
               description: >-

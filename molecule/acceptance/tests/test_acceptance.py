@@ -322,5 +322,8 @@ def test_the_reports_show_every_node_and_what_to_do():
     assert 'id="simulated-banner"' in html and "<script" not in html
     assert "GPU 1 (00000000:2A:00.0) runs x8 of x16" in html
     assert "Drain the node; measure the link again under load" in html
+    # The healthy H100's GPUs from its kept nvidia-smi -q -x: eight bars, none slowed down.
+    temperatures = re.search(r'<svg [^>]*aria-label="h100: GPU temperature and clock events".*?</svg>', html)
+    assert temperatures and temperatures[0].count('class="bar"') == 8 and 'class="below"' not in temperatures[0]
     assert "| h100-pcie-degraded | rack\\_molecule | hgx\\_h100\\_8gpu | REJECTED | gpu.pcie FAIL" in (
         run / "summary.md").read_text()  # fmt: skip

@@ -294,8 +294,45 @@ def test_nccl_points_of_unreadable_evidence(tmp_path, content):
 
 
 def test_chart_labels_are_escaped():
-    chart = acceptance_report.bar_chart("<b>", [("<script>x</script>", 10.0)], 20.0)
-    assert "<script>" not in chart and "&lt;script&gt;" in chart and "<b>" not in chart
+    chart = acceptance_report.bar_chart("<b>", [("<script>x</script>", 10.0, True, "<i>")], 20.0)
+    assert "<script>" not in chart and "&lt;script&gt;" in chart and "<b>" not in chart and "&lt;i&gt;" in chart
+
+
+def smi_read(capture):
+    """acceptance_read's evidence of nvidia-smi -q -x, the capture's text as its output."""
+    text = (FIXTURES / "nvidia_smi" / capture).read_text()
+    return {"evidence": {"nvidia-smi-query.xml": {"cmd": ["nvidia-smi", "-q", "-x"], "rc": 0, "stdout": text}}}
+
+
+def test_charts_of_gpu_temperature_and_clock_events(tmp_path):
+    """From each node's kept nvidia-smi -q -x: the 8x H100 whose GPU 7 is held down by a hardware thermal slowdown
+    (red, its clock events beside it; this driver reports no absolute slowdown threshold, so no line), and the V100
+    whose board reports its slowdown threshold (87 C, the line)."""
+    run_dir = tmp_path / "r"
+    slowed = acceptance_results.write_node(str(run_dir), golden("h100-slowdown"),
+                                           smi_read("h100-sxm-x8-565-slowdown.derived.xml"))  # fmt: skip
+    v100 = acceptance_results.write_node(str(run_dir), golden("h100-healthy", node="v100"),
+                                         smi_read("v100-pcie-32gb-460.xml"))  # fmt: skip
+    acceptance_results.write_run(str(run_dir), RUN, [acceptance_results.node_entry(d) for d in (slowed, v100)])
+    acceptance_report.write_reports(str(run_dir))
+    charts = [c for c in svgs((run_dir / "report.html").read_text()) if "GPU temperature and clock events" in c]
+    assert len(charts) == 2
+    bars = re.findall(r'>(GPU \d+)</text><rect [^>]*class="(\w+)"/><text [^>]*>([^<]+)</text>', charts[0])
+    assert bars[:2] == [("GPU 0", "bar", "30 C; gpu_idle"), ("GPU 1", "bar", "30 C; gpu_idle")]
+    assert bars[7][:2] == ("GPU 7", "below") and bars[7][2].endswith("C; hw_slowdown, hw_thermal_slowdown")
+    assert [b[1] for b in bars].count("below") == 1 and 'class="gate"' not in charts[0]
+    assert "no slowdown threshold reported by the driver" in charts[0]
+    assert "slowdown at 87 C" in charts[1] and 'class="below"' not in charts[1] and "no slowdown" not in charts[1]
+    assert acceptance_report.gpu_temperatures(str(run_dir), "v100") == ([("GPU 0", 66, False, [])], 87)
+
+
+@pytest.mark.parametrize("content", ["", "<nvidia_smi_log><gpu>", "<other/>", "\udcff"])
+def test_gpu_temperatures_of_unreadable_evidence(tmp_path, content):
+    (tmp_path / "evidence" / "n1").mkdir(parents=True)
+    (tmp_path / "evidence" / "n1" / "nvidia-smi-query.xml").write_text(content, errors="surrogateescape")
+    assert acceptance_report.gpu_temperatures(str(tmp_path), "n1") == ([], None)
+    assert acceptance_report.gpu_temperatures(str(tmp_path), "../n1") == ([], None)
+    assert acceptance_report.gpu_temperatures(None, "n1") == ([], None)
 
 
 def test_an_inventory_of_another_shape_reads_as_empty(tmp_path):
