@@ -8,6 +8,7 @@ from ansible.inventory.group import Group
 from ansible.plugins.action import ActionBase
 from ansible.vars.plugins import get_vars_from_inventory_sources
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import hardware_profiles
 from ansible_collections.gpuops.bringup.plugins.module_utils.inventory_schema import check_inventory
 
 _VARS = ("group_names", "gpuops_hardware", "ansible_host", "ansible_port")
@@ -19,11 +20,13 @@ class ActionModule(ActionBase):
     _requires_connection = False
 
     def _profile_groups(self, task_vars):
-        """Groups whose group_vars files define gpuops_hardware.
+        """Groups that are hardware profiles: the collection's and the site's (gpuops_hardware_profiles), and those
+        whose group_vars files define gpuops_hardware.
 
         Host variables show only the profile that won; a host placed in a second
-        profile group is caught by knowing every group that defines one.
+        profile group is caught by knowing every group that is one.
         """
+        site = self._templar.template(task_vars.get("gpuops_hardware_profiles") or {})
         sources = task_vars.get("ansible_inventory_sources") or []
         # Vars plugins run at the stage the configuration sets (inventory or
         # task); the one where they do not run contributes nothing.
@@ -31,9 +34,12 @@ class ActionModule(ActionBase):
             name
             for name in task_vars["groups"]
             if name not in ("all", "ungrouped")
-            and any(
-                "gpuops_hardware" in get_vars_from_inventory_sources(self._loader, sources, [Group(name)], stage)
-                for stage in ("inventory", "task")
+            and (
+                name in hardware_profiles.profiles(site)
+                or any(
+                    "gpuops_hardware" in get_vars_from_inventory_sources(self._loader, sources, [Group(name)], stage)
+                    for stage in ("inventory", "task")
+                )
             )
         }
 

@@ -3,21 +3,25 @@
 """The rack inventory contract, checked before any host is touched.
 
 Every host belongs to exactly one rack group (rack_*) and one hardware
-profile group; the profile's group_vars define gpuops_hardware, the
-expectations later stages verify against (GPU model and count, NVSwitch,
-InfiniBand ports, rate and link layer).
+profile group; the profile (hardware_profiles: one the collection ships, or
+the site's) is the host's gpuops_hardware, the expectations later stages
+verify against (GPU model and count, NVSwitch, InfiniBand ports, rate and link
+layer).
 """
 
 from __future__ import annotations
 
 import re
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, hardware_profiles
 
 ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "none")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 # Signalling rates ibstat and sysfs report, in Gb/s (SDR..XDR, and RoCE NIC speeds).
 PORT_RATES = (0, 10, 20, 25, 40, 50, 56, 100, 200, 400, 800)
+# Where a whole profile is shown, and the profiles a host may name.
+FIX = "see plugins/module_utils/hardware_profiles.py for complete profiles"
+_BUILTIN = ", ".join(hardware_profiles.BUILTIN)
 _PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
 _RACK_GROUP = re.compile(r"^rack_[a-z0-9_]+\Z")
 # What SSH can connect to: a host name, an IPv4 address, or an IPv6 address (in brackets or not).
@@ -45,10 +49,10 @@ def check_hardware(where, hardware):
     if not isinstance(hardware, dict):
         return [
             f"{where}: gpuops_hardware is {hardware!r}, expected a mapping; "
-            "define it in group_vars/<profile>.yml (see inventory/group_vars/hgx_h100_8gpu.yml)"
+            f"put the host in a profile group instead ({_BUILTIN}) or define the mapping whole ({FIX})"
         ]
     problems = []
-    fix = "see inventory/group_vars/hgx_h100_8gpu.yml for a complete profile"
+    fix = FIX
     _check_field(
         problems,
         where,
@@ -128,11 +132,13 @@ def check_inventory(hosts, profile_groups=()):
 
     hosts maps each host name to {"group_names": [...], "gpuops_hardware": ...,
     "ansible_host": ..., "ansible_port": ...}. profile_groups names the groups
-    whose group_vars define gpuops_hardware; any group that is some host's
-    effective profile counts too. Returns (problems, summary).
+    that are profiles besides the collection's (the site's, and those whose
+    group_vars define gpuops_hardware); any group that is some host's effective
+    profile counts too. Returns (problems, summary).
     """
     problems = []
     profiles, racks, endpoints = {}, {}, {}
+    profile_groups = set(profile_groups) | set(hardware_profiles.BUILTIN)
     for host in sorted(hosts):
         data = hosts[host]
         groups = data.get("group_names") or []
@@ -146,10 +152,13 @@ def check_inventory(hosts, profile_groups=()):
         else:
             racks.setdefault(rack_groups[0], []).append(host)
         hardware = data.get("gpuops_hardware")
-        if hardware is None:
+        # {}: hardware_profiles found no profile group for the host, or several (reported below, not here).
+        if hardware is None or hardware == {}:
+            if len(set(groups) & profile_groups) > 1:
+                continue
             problems.append(
-                f"{where} has no gpuops_hardware: add it to one hardware profile group "
-                "(e.g. hgx_h100_8gpu) whose group_vars define the profile"
+                f"{where} has no hardware profile: add it to one hardware profile group, a profile the collection "
+                f"ships ({_BUILTIN}) or one of gpuops_hardware_profiles"
             )
             continue
         found = check_hardware(where, hardware)
@@ -167,7 +176,7 @@ def check_inventory(hosts, profile_groups=()):
         if endpoint:
             endpoints.setdefault((endpoint[0] or host, endpoint[1] or 22), []).append(host)
 
-    known = set(profiles) | set(profile_groups)
+    known = set(profiles) | profile_groups
     for host in sorted(hosts):
         in_profiles = sorted(known & set(hosts[host].get("group_names") or []))
         if len(in_profiles) > 1:

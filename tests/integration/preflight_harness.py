@@ -8,6 +8,7 @@ and nothing changed (changed=0).
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import re
@@ -15,9 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / ".collections"))
+
+from ansible_collections.gpuops.bringup.plugins.module_utils import hardware_profiles  # noqa: E402
+
 BENCH = ROOT / "tests" / "bench" / "bench.py"
 MIRROR = "http://gpuops-mirror:8080"
 # Real os-release files of other OSes (sources in tests/fixtures/SOURCES.md).
@@ -30,8 +33,8 @@ BENCH_KEY_FINGERPRINT = (
 
 
 def hardware_profile(name: str) -> dict:
-    """The gpuops_hardware of a profile the inventory ships (inventory/group_vars/<name>.yml)."""
-    return yaml.safe_load((ROOT / "inventory" / "group_vars" / f"{name}.yml").read_text())["gpuops_hardware"]
+    """The gpuops_hardware of a profile the collection ships."""
+    return copy.deepcopy(hardware_profiles.BUILTIN[name])
 
 
 def unfold(text: str) -> str:

@@ -84,16 +84,16 @@ def run_module(monkeypatch):
 @pytest.fixture
 def broken_inventory(tmp_path):
     """A copy of inventory/example.yml with three defects: a01-gpu01 in two hardware profiles, a02-inf02 in no
-    rack, and gpu.count 18 in the hgx_h200_8gpu profile. Returns the inventory file."""
+    rack, and gpu.count 18 overriding the hgx_h200_8gpu profile. Returns the inventory file."""
     inventory = yaml.safe_load((ROOT / "inventory" / "example.yml").read_text())
     groups = inventory["all"]["children"]
     groups["pcie_l40s_4gpu"]["hosts"]["a01-gpu01"] = None
     del groups["rack_a02"]["hosts"]["a02-inf02"]
     shutil.copytree(ROOT / "inventory" / "group_vars", tmp_path / "group_vars")
-    h200 = tmp_path / "group_vars" / "hgx_h200_8gpu.yml"
-    profile = yaml.safe_load(h200.read_text())
-    profile["gpuops_hardware"]["gpu"]["count"] = 18
-    h200.write_text(yaml.safe_dump(profile))
+    # The site overrides one value of the collection's profile, wrongly.
+    (tmp_path / "group_vars" / "hgx_h200_8gpu.yml").write_text(
+        yaml.safe_dump({"gpuops_hardware_overrides": {"gpu": {"count": 18}}})
+    )
     path = tmp_path / "example.yml"
     path.write_text(yaml.safe_dump(inventory))
     return path

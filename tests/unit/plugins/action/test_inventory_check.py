@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[4]
-FIX = "see inventory/group_vars/hgx_h100_8gpu.yml for a complete profile"
+FIX = "see plugins/module_utils/hardware_profiles.py for complete profiles"
 PLAYBOOK = """\
 - name: Check the inventory
   hosts: localhost
@@ -99,4 +99,39 @@ def test_lone_host_in_two_profile_groups_is_reported(check, tmp_path):
     assert result["problems"] == [
         "host lab01 is in several hardware profile groups (bench_container, hgx_h100_8gpu); "
         "a host has exactly one profile: remove it from all but one"
+    ]
+
+
+def lab(tmp_path, groups, site_vars):
+    """A one-node lab inventory with the collection's profile default (the bench's group_vars/all) and site vars."""
+    inventory = tmp_path / "lab" / "hosts.yml"
+    (inventory.parent / "group_vars" / "all").mkdir(parents=True)
+    (inventory.parent / "group_vars" / "all" / "hardware.yml").symlink_to(
+        ROOT / "playbooks" / "group_vars" / "all" / "hardware.yml"
+    )
+    (inventory.parent / "group_vars" / "all" / "site.yml").write_text(json.dumps(site_vars))
+    inventory.write_text(json.dumps({"all": {"children": {g: {"hosts": {"lab01": None}} for g in groups}}}))
+    return inventory
+
+
+def test_a_site_profile_and_an_override_are_checked(check, tmp_path):
+    """The site's own profile (gpuops_hardware_profiles) is a profile group like the collection's; an override
+    merged into it is checked like any value."""
+    b200 = {"description": "HGX B200", "gpu": {"model": "NVIDIA B200", "architecture": "blackwell", "count": 8,
+                                               "nvswitch": True},
+            "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"}}  # fmt: skip
+    profiles = {"gpuops_hardware_profiles": {"hgx_b200_8gpu": b200}}
+    rc, result = check(lab(tmp_path, ["rack_lab", "hgx_b200_8gpu"], profiles))
+    assert (rc, result["problems"], result["summary"]["profiles"]) == (0, [], {"hgx_b200_8gpu": ["lab01"]})
+    site = {"gpuops_hardware_profiles": {"hgx_b200_8gpu": b200}, "gpuops_hardware_overrides": {"gpu": {"count": 18}}}
+    rc, result = check(lab(tmp_path / "2", ["rack_lab", "hgx_b200_8gpu", "hgx_h100_8gpu"], site))
+    assert rc == 2
+    assert result["problems"] == [
+        "host lab01 is in several hardware profile groups (hgx_b200_8gpu, hgx_h100_8gpu); "
+        "a host has exactly one profile: remove it from all but one"
+    ]
+    rc, result = check(lab(tmp_path / "3", ["rack_lab", "hgx_b200_8gpu"], site))
+    assert rc == 2
+    assert result["problems"] == [
+        f"host lab01: gpuops_hardware.gpu.count is 18, expected an integer from 0 to 16; {FIX}"
     ]

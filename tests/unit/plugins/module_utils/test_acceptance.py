@@ -8,21 +8,20 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import (
     acceptance,
     acceptance_faults,
     acceptance_pairs,
+    hardware_profiles,
     kubernetes_node,
     perftest,
 )
 
 ROOT = Path(__file__).resolve().parents[4]
 FIXTURES = ROOT / "tests" / "fixtures"
-PROFILES = ROOT / "inventory" / "group_vars"
-H100 = yaml.safe_load((PROFILES / "hgx_h100_8gpu.yml").read_text())["gpuops_hardware"]
-L40S = yaml.safe_load((PROFILES / "pcie_l40s_4gpu.yml").read_text())["gpuops_hardware"]
+H100 = hardware_profiles.BUILTIN["hgx_h100_8gpu"]
+L40S = hardware_profiles.BUILTIN["pcie_l40s_4gpu"]
 NVML = "/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.{}"
 # systemctl show's format (a blank line between units), as the node side runs it.
 UNITS = (
@@ -1212,11 +1211,9 @@ def test_bad_acceptance_inputs_are_named_with_their_fix(change, required, proble
     assert any(p.startswith(problem) for p in problems), problems
 
 
-def test_the_shipped_profiles_have_no_acceptance_problem():
-    for path in PROFILES.glob("*.yml"):
-        hardware = (yaml.safe_load(path.read_text()) or {}).get("gpuops_hardware")
-        if hardware:
-            assert acceptance.input_problems(hardware) == [], path.name
+@pytest.mark.parametrize("name", sorted(hardware_profiles.BUILTIN))
+def test_the_shipped_profiles_have_no_acceptance_problem(name):
+    assert acceptance.input_problems(hardware_profiles.BUILTIN[name]) == []
 
 
 @pytest.mark.parametrize(

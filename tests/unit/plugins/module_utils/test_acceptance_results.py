@@ -11,13 +11,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-import yaml
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_results
+from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, acceptance_results, hardware_profiles
 
 ROOT = Path(__file__).resolve().parents[4]
 FIXTURES = ROOT / "tests" / "fixtures"
-H100 = yaml.safe_load((ROOT / "inventory" / "group_vars" / "hgx_h100_8gpu.yml").read_text())["gpuops_hardware"]
+H100 = hardware_profiles.BUILTIN["hgx_h100_8gpu"]
 SCHEMAS = {
     name: json.loads((ROOT / "schemas" / f"acceptance-{name}.schema.json").read_text()) for name in ("node", "run")
 }

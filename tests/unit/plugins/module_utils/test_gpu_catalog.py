@@ -300,7 +300,7 @@ def test_devices_are_unique_16_bit_ids():
 
 
 def test_architectures_are_the_inventory_contracts():
-    # inventory/group_vars profiles name gpu.architecture from the same set.
+    # The hardware profiles name gpu.architecture from the same set.
     assert {row[1] for row in gpu_catalog.FAMILIES} <= set(ARCHITECTURES)
 
 

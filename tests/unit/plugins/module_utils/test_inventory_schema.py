@@ -10,14 +10,26 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpuops.bringup.plugins.module_utils.inventory_schema import check_hardware, check_inventory
+from ansible_collections.gpuops.bringup.plugins.module_utils import hardware_profiles
+from ansible_collections.gpuops.bringup.plugins.module_utils.inventory_schema import (
+    FIX,
+    check_hardware,
+    check_inventory,
+)
 
 ROOT = Path(__file__).resolve().parents[4]
 GROUP_VARS = ROOT / "inventory" / "group_vars"
-PROFILES = sorted(p.stem for p in GROUP_VARS.glob("*.yml") if "gpuops_hardware" in p.read_text())
-H100 = yaml.safe_load((GROUP_VARS / "hgx_h100_8gpu.yml").read_text())["gpuops_hardware"]
-L40S = yaml.safe_load((GROUP_VARS / "pcie_l40s_4gpu.yml").read_text())["gpuops_hardware"]
-FIX = "see inventory/group_vars/hgx_h100_8gpu.yml for a complete profile"
+# The profiles the collection ships, and the bench's own (defined whole in its group_vars).
+PROFILES = {
+    **hardware_profiles.BUILTIN,
+    **{
+        p.stem: yaml.safe_load(p.read_text())["gpuops_hardware"]
+        for p in GROUP_VARS.glob("*.yml")
+        if "gpuops_hardware" in p.read_text()
+    },
+}
+H100 = hardware_profiles.BUILTIN["hgx_h100_8gpu"]
+L40S = hardware_profiles.BUILTIN["pcie_l40s_4gpu"]
 MISSING = object()
 
 
@@ -35,9 +47,9 @@ def changed(hardware, dotted, value):
     return hardware
 
 
-@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("profile", sorted(PROFILES))
 def test_shipped_profiles_are_valid(profile):
-    hardware = yaml.safe_load((GROUP_VARS / f"{profile}.yml").read_text())["gpuops_hardware"]
+    hardware = PROFILES[profile]
     assert hardware["profile"] == profile
     assert check_hardware(f"host {profile}-node", hardware) == []
 
@@ -112,7 +124,8 @@ def test_nvswitch_needs_several_gpus(count):
 def test_hardware_must_be_a_mapping(hardware):
     assert check_hardware("host a01-gpu01", hardware) == [
         f"host a01-gpu01: gpuops_hardware is {hardware!r}, expected a mapping; "
-        "define it in group_vars/<profile>.yml (see inventory/group_vars/hgx_h100_8gpu.yml)"
+        "put the host in a profile group instead (hgx_h100_8gpu, hgx_h200_8gpu, pcie_l40s_4gpu) or define the "
+        "mapping whole (see plugins/module_utils/hardware_profiles.py for complete profiles)"
     ]
 
 
@@ -138,13 +151,17 @@ def host(groups, hardware=H100, **variables):
             {"n1": host(["hgx_h100_8gpu", "rack_a", "rack_b"])},
             ["host n1 is in 2 rack groups (rack_a, rack_b); put it in exactly one group named rack_<id>"],
         ),
-        (
-            {"n1": host(["rack_a"], None)},
-            [
-                "host n1 has no gpuops_hardware: add it to one hardware profile group (e.g. hgx_h100_8gpu) "
-                "whose group_vars define the profile"
-            ],
-        ),
+        # Unset, or the profile filter's {} (no profile group).
+        *[
+            (
+                {"n1": host(["rack_a"], none)},
+                [
+                    "host n1 has no hardware profile: add it to one hardware profile group, a profile the collection "
+                    "ships (hgx_h100_8gpu, hgx_h200_8gpu, pcie_l40s_4gpu) or one of gpuops_hardware_profiles"
+                ],
+            )
+            for none in (None, {})
+        ],
         # Set as a host variable instead of through the profile group.
         (
             {"n1": host(["rack_a"])},
@@ -230,15 +247,23 @@ def inventory_hosts(inventory, env):
 
     groups = [g for g in listing if g not in ("_meta", "all")]
     hostvars = listing["_meta"]["hostvars"]
-    return {
+    found = {
         name: {
             "group_names": sorted(g for g in groups if name in members(g)),
             **{key: variables.get(key) for key in ("gpuops_hardware", "ansible_host", "ansible_port")},
+            "overrides": variables.get("gpuops_hardware_overrides"),
         }
         for name, variables in hostvars.items()
         # As inventory_check: the control plane stage 4 joins is no rack node.
         if name not in members("kube_control_plane")
     }
+    # ansible-inventory leaves templates as they are: the collection's default (a template calling the
+    # hardware_profile filter, in the inventory's group_vars/all/hardware.yml) is resolved as the filter resolves it.
+    for data in found.values():
+        overrides = data.pop("overrides")
+        if isinstance(data["gpuops_hardware"], str) and "gpuops.bringup.hardware_profile" in data["gpuops_hardware"]:
+            data["gpuops_hardware"] = hardware_profiles.resolve(data["group_names"], None, overrides)
+    return found
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,74 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The hardware profiles the collection ships, and which one a host gets.
+
+A host's profile is named by the one profile group it is in (hgx_h100_8gpu...), as the rack inventory contract says
+(inventory_schema). Its gpuops_hardware is that profile: one of BUILTIN, or of the site's own profiles
+(gpuops_hardware_profiles, which may also replace a built-in one), with gpuops_hardware_overrides merged into it key
+by key. An inventory that defines gpuops_hardware itself in a group's variables (as before the profiles shipped) wins
+over all of this. A host in no profile group gets no profile ({}): the inventory check says so, with the names.
+"""
+
+from __future__ import annotations
+
+import copy
+
+# HGX H100 8-GPU: SXM5 GPUs on NVSwitch, one 400 Gb/s NDR InfiniBand port per GPU (ConnectX-7) for the compute
+# fabric. The acceptance stage's gates for 8x H100 80GB HBM3 are published ones (acceptance.PUBLISHED_GATES:
+# Azure's health checks, nd96isr_h100_v5: all_reduce 460 GB/s at 16 GiB, ib_write_bw 380 Gb/s); a profile's
+# gates: override them. NVLink 4: 18 links per H100 SXM5 GPU. Every GPU of a node on one VBIOS (a mix is a
+# warning); firmware.vbios: [...] pins the site's qualified versions, firmware.hca_min the adapters' minimum.
+_HGX_H100 = {
+    "profile": "hgx_h100_8gpu",
+    "description": "HGX H100 8-GPU (SXM5, 80 GB), NVSwitch, 8x NDR 400G InfiniBand",
+    "gpu": {"model": "NVIDIA H100 80GB HBM3", "architecture": "hopper", "count": 8, "nvswitch": True, "nvlinks": 18},
+    "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"},
+    "firmware": {"vbios_drift": "warn"},
+}
+# HGX H200 8-GPU: SXM5 GPUs (141 GB HBM3e) on NVSwitch, 8x NDR InfiniBand. Published gates (nd96isr_h200_v5):
+# all_reduce 431 GB/s at 16 GiB, ib_write_bw 360 Gb/s.
+_HGX_H200 = {
+    "profile": "hgx_h200_8gpu",
+    "description": "HGX H200 8-GPU (SXM5, 141 GB), NVSwitch, 8x NDR 400G InfiniBand",
+    "gpu": {"model": "NVIDIA H200", "architecture": "hopper", "count": 8, "nvswitch": True, "nvlinks": 18},
+    "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"},
+    "firmware": {"vbios_drift": "warn"},
+}
+# 4x L40S PCIe inference node: no NVLink or NVSwitch; two 400 Gb/s RoCE ports (ConnectX-7). No bus bandwidth gate is
+# published for it: acceptance reports NCCL's figure without requiring it until the site sets
+# gates: {nccl_all_reduce_busbw_gbps: ...} from its own baseline.
+_PCIE_L40S = {
+    "profile": "pcie_l40s_4gpu",
+    "description": "4x L40S (PCIe, 48 GB), 2x 400G RoCE",
+    "gpu": {"model": "NVIDIA L40S", "architecture": "ada", "count": 4, "nvswitch": False},
+    "infiniband": {"ports": 2, "rate_gbps": 400, "link_layer": "Ethernet"},
+    "firmware": {"vbios_drift": "warn"},
+}
+BUILTIN = {p["profile"]: p for p in (_HGX_H100, _HGX_H200, _PCIE_L40S)}
+
+
+def merged(base, changes):
+    """base with changes merged in, mappings key by key (a list or a value replaces what it meets)."""
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def profiles(site=None):
+    """Every profile by name: the built-in ones, then the site's (a site profile of a built-in name replaces it)."""
+    return {**BUILTIN, **(site if isinstance(site, dict) else {})}
+
+
+def resolve(group_names, site=None, overrides=None):
+    """The gpuops_hardware of a host in group_names: its one profile group's profile, named after the group, with
+    overrides merged in; {} when it is in no profile group or in several (the inventory check names them)."""
+    known = profiles(site)
+    names = [g for g in dict.fromkeys(group_names or []) if g in known]
+    if len(names) != 1 or not isinstance(known[names[0]], dict):
+        return {}
+    profile = merged(known[names[0]], {"profile": names[0]})
+    return merged(profile, overrides) if isinstance(overrides, dict) else profile
