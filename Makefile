@@ -31,8 +31,8 @@ mirror: images
 
 demo: setup
 	python3 tests/bench/bench.py rack up
-	ansible-playbook tests/bench/control_plane.yml
-	ansible-playbook playbooks/site.yml
+	ansible-playbook -i inventory/local.yml tests/bench/control_plane.yml
+	ansible-playbook -i inventory/local.yml playbooks/site.yml
 
 test: setup
 	python3 tests/run.py
