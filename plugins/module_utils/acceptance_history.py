@@ -106,10 +106,10 @@ def node_changes(before, now):
 
 def compare(before_run, before_nodes, run, nodes):
     """{previous: its run id, nodes: {node: node_changes}} over the nodes both runs have documents of."""
-    earlier = {e.get("node"): d for e, d in zip(before_run.get("nodes") or [], before_nodes, strict=False)
+    earlier = {e.get("node"): d for e, d in zip(before_run.get("nodes") or [], before_nodes)
                if isinstance(d, dict)}  # fmt: skip
     changed = {}
-    for entry, document in zip(run.get("nodes") or [], nodes, strict=False):
+    for entry, document in zip(run.get("nodes") or [], nodes):
         name = entry.get("node")
         if isinstance(document, dict) and name in earlier:
             found = node_changes(earlier[name], document)

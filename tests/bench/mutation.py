@@ -35,6 +35,8 @@ SUITES = {
     "acceptance_pairs": [UNIT + "test_acceptance_pairs.py", *ACCEPTANCE_TESTS],
     "acceptance_results": [UNIT + "test_acceptance_results.py", *ACCEPTANCE_TESTS],
     "acceptance_history": [UNIT + "test_acceptance_history.py"],
+    "acceptance_report": [UNIT + "test_acceptance_report.py", UNIT + "test_acceptance_history.py"],
+    "hardware_profiles": [UNIT + "test_hardware_profiles.py", UNIT + "test_inventory_schema.py"],
     "nccl_tests": [UNIT + "test_nccl_tests.py", UNIT + "test_nccl_tests_plan.py", UNIT + "test_nccl_tests_pairs.py",
                    *ACCEPTANCE_TESTS, "tests/unit/plugins/modules/test_nccl_test.py"],
     "nccl_tests_pairs": [UNIT + "test_nccl_tests_pairs.py", *ACCEPTANCE_TESTS],
@@ -46,7 +48,7 @@ SUITES = {
     "ethtool": [UNIT + "test_ethtool.py", *ACCEPTANCE_TESTS],
 }  # fmt: skip
 # What the unit tests read besides the module: the collection's other code, captures, profiles, schemas.
-COPY = ["plugins", "tests/unit", "tests/fixtures", "inventory", "schemas", "pyproject.toml"]
+COPY = ["plugins", "tests/unit", "tests/fixtures", "inventory", "playbooks", "schemas", "pyproject.toml"]
 
 
 def link_collection(where: Path) -> None:
