@@ -9,7 +9,7 @@ from ansible.plugins.action import ActionBase
 from ansible.vars.plugins import get_vars_from_inventory_sources
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import hardware_profiles
-from ansible_collections.gpuops.bringup.plugins.module_utils.inventory_schema import check_inventory
+from ansible_collections.gpuops.bringup.plugins.module_utils.inventory_schema import check_play
 
 _VARS = ("group_names", "gpuops_hardware", "ansible_host", "ansible_port")
 
@@ -64,8 +64,17 @@ class ActionModule(ActionBase):
                 return result
             host = hostvars[name]
             data[name] = {key: host.get(key) for key in _VARS}
-        problems, summary = check_inventory(data, self._profile_groups(task_vars))
-        result.update(changed=False, summary=summary, problems=problems)
+        # A run limited to some nodes (--limit) is stopped by their problems only; the other hosts' are warnings. A
+        # play on none of the checked hosts (the controller's own) and an explicit host list check them all.
+        play = (
+            [] if args["hosts"] is not None else [h for h in task_vars.get("ansible_play_hosts_all") or [] if h in data]
+        )
+        problems, elsewhere, summary = check_play(data, self._profile_groups(task_vars), play or None)
+        result.update(changed=False, summary=summary, problems=problems, elsewhere=elsewhere)
+        if elsewhere:
+            result["warnings"] = [
+                f"a host this run leaves out breaks the rack inventory contract: {p}" for p in elsewhere
+            ]
         if problems:
             result["failed"] = True
             result["msg"] = (

@@ -127,72 +127,82 @@ def _endpoint(where, address, port, problems):
     return address, port
 
 
-def check_inventory(hosts, profile_groups=()):
-    """Problems in the whole inventory.
+def _check_host(host, data, profile_groups, problems, found):
+    """The problems of one host (appended to problems); its rack, profile and endpoint recorded in found."""
+    groups = data.get("group_names") or []
+    where = f"host {host}"
+    rack_groups = [g for g in groups if _RACK_GROUP.match(g)]
+    if len(rack_groups) != 1:
+        problems.append(
+            f"{where} is in {len(rack_groups)} rack groups ({', '.join(rack_groups) or 'none'}); "
+            "put it in exactly one group named rack_<id>"
+        )
+    else:
+        found["racks"].setdefault(rack_groups[0], []).append(host)
+    hardware = data.get("gpuops_hardware")
+    # {}: hardware_profiles found no profile group for the host, or several (reported by the caller, not here).
+    if hardware is None or hardware == {}:
+        if len(set(groups) & profile_groups) <= 1:
+            problems.append(
+                f"{where} has no hardware profile: add it to one hardware profile group, a profile the collection "
+                f"ships ({_BUILTIN}) or one of gpuops_hardware_profiles"
+            )
+        return
+    wrong = check_hardware(where, hardware)
+    problems += wrong
+    if wrong:
+        return
+    profile = hardware["profile"]
+    if profile not in groups:
+        problems.append(
+            f"{where}: gpuops_hardware.profile is {profile!r} but the host is not in group {profile!r}; "
+            "assign hardware profiles through group membership, not host variables"
+        )
+    found["profiles"].setdefault(profile, []).append(host)
+    endpoint = _endpoint(where, data.get("ansible_host"), data.get("ansible_port"), problems)
+    if endpoint:
+        found["endpoints"].setdefault((endpoint[0] or host, endpoint[1] or 22), []).append(host)
+
+
+def check_play(hosts, profile_groups=(), play_hosts=None):
+    """(problems, elsewhere, summary): the inventory's problems that concern a host of play_hosts (all of them when
+    None), and those that concern only other hosts (a run limited to some nodes warns of them, and goes on).
 
     hosts maps each host name to {"group_names": [...], "gpuops_hardware": ...,
     "ansible_host": ..., "ansible_port": ...}. profile_groups names the groups
     that are profiles besides the collection's (the site's, and those whose
     group_vars define gpuops_hardware); any group that is some host's effective
-    profile counts too. Returns (problems, summary).
+    profile counts too.
     """
-    problems = []
-    profiles, racks, endpoints = {}, {}, {}
+    owned = []
+    found = {"racks": {}, "profiles": {}, "endpoints": {}}
     profile_groups = set(profile_groups) | set(hardware_profiles.BUILTIN)
     for host in sorted(hosts):
-        data = hosts[host]
-        groups = data.get("group_names") or []
-        where = f"host {host}"
-        rack_groups = [g for g in groups if _RACK_GROUP.match(g)]
-        if len(rack_groups) != 1:
-            problems.append(
-                f"{where} is in {len(rack_groups)} rack groups ({', '.join(rack_groups) or 'none'}); "
-                "put it in exactly one group named rack_<id>"
-            )
-        else:
-            racks.setdefault(rack_groups[0], []).append(host)
-        hardware = data.get("gpuops_hardware")
-        # {}: hardware_profiles found no profile group for the host, or several (reported below, not here).
-        if hardware is None or hardware == {}:
-            if len(set(groups) & profile_groups) > 1:
-                continue
-            problems.append(
-                f"{where} has no hardware profile: add it to one hardware profile group, a profile the collection "
-                f"ships ({_BUILTIN}) or one of gpuops_hardware_profiles"
-            )
-            continue
-        found = check_hardware(where, hardware)
-        problems += found
-        if found:
-            continue
-        profile = hardware["profile"]
-        if profile not in groups:
-            problems.append(
-                f"{where}: gpuops_hardware.profile is {profile!r} but the host is not in group {profile!r}; "
-                "assign hardware profiles through group membership, not host variables"
-            )
-        profiles.setdefault(profile, []).append(host)
-        endpoint = _endpoint(where, data.get("ansible_host"), data.get("ansible_port"), problems)
-        if endpoint:
-            endpoints.setdefault((endpoint[0] or host, endpoint[1] or 22), []).append(host)
-
-    known = set(profiles) | profile_groups
+        problems = []
+        _check_host(host, hosts[host], profile_groups, problems, found)
+        owned += [((host,), problem) for problem in problems]
+    known = set(found["profiles"]) | profile_groups
     for host in sorted(hosts):
         in_profiles = sorted(known & set(hosts[host].get("group_names") or []))
         if len(in_profiles) > 1:
-            problems.append(
-                f"host {host} is in several hardware profile groups ({', '.join(in_profiles)}); "
-                "a host has exactly one profile: remove it from all but one"
-            )
-    for (address, port), names in sorted(endpoints.items(), key=lambda item: str(item[0])):
+            owned.append(((host,), f"host {host} is in several hardware profile groups ({', '.join(in_profiles)}); "
+                                   "a host has exactly one profile: remove it from all but one"))  # fmt: skip
+    for (address, port), names in sorted(found["endpoints"].items(), key=lambda item: str(item[0])):
         if len(names) > 1:
-            problems.append(
-                f"hosts {', '.join(names)} all connect to {address}:{port}; "
-                "each host needs its own ansible_host (or ansible_port)"
-            )
+            owned.append((tuple(names), f"hosts {', '.join(names)} all connect to {address}:{port}; "
+                                        "each host needs its own ansible_host (or ansible_port)"))  # fmt: skip
     summary = {
         "hosts": len(hosts),
-        "racks": {name: sorted(members) for name, members in sorted(racks.items())},
-        "profiles": {name: sorted(members) for name, members in sorted(profiles.items())},
+        "racks": {name: sorted(members) for name, members in sorted(found["racks"].items())},
+        "profiles": {name: sorted(members) for name, members in sorted(found["profiles"].items())},
     }
+    play = set(hosts if play_hosts is None else play_hosts)
+    problems = [problem for names, problem in owned if play & set(names)]
+    elsewhere = [problem for names, problem in owned if not play & set(names)]
+    return problems, elsewhere, summary
+
+
+def check_inventory(hosts, profile_groups=()):
+    """(problems, summary) of the whole inventory (check_play with every host in play)."""
+    problems, _elsewhere, summary = check_play(hosts, profile_groups)
     return problems, summary

@@ -11,9 +11,13 @@ short_description: Check the rack inventory against the collection's schema befo
 version_added: 0.1.0
 description:
   - Runs on the controller (an action plugin); connects to no host.
-  - Every host must be in exactly one C(rack_*) group and one hardware profile group whose group_vars define
-    C(gpuops_hardware) (profile name, GPU model, architecture, count, NVSwitch, InfiniBand ports, rate, link layer).
+  - Every host must be in exactly one C(rack_*) group and one hardware profile group (a profile the collection ships,
+    one of C(gpuops_hardware_profiles), or a group whose group_vars define C(gpuops_hardware)), and its profile must
+    be well-formed (profile name, GPU model, architecture, count, NVSwitch, InfiniBand ports, rate, link layer).
   - Fails with one line per problem, each naming the host, the variable, the value and the fix.
+  - In a run limited to some nodes (C(--limit)), only problems that concern a node of the play fail it; those of the
+    other hosts are warnings (C(elsewhere)). A play on none of the checked hosts (the controller's own) checks them
+    all.
 author: gpuops.bringup developers (@gpuops)
 options:
   hosts:
@@ -49,7 +53,13 @@ summary:
     profiles:
       bench_container: [node01, node02]
 problems:
-  description: One line per contract violation; empty when the inventory is well-formed.
+  description: One line per contract violation that concerns a host of the run; empty when there is none.
+  returned: always
+  type: list
+  elements: str
+elsewhere:
+  description: One line per contract violation that concerns only hosts the run leaves out (C(--limit)), also given
+    as warnings.
   returned: always
   type: list
   elements: str

@@ -135,3 +135,40 @@ def test_a_site_profile_and_an_override_are_checked(check, tmp_path):
     assert result["problems"] == [
         f"host lab01: gpuops_hardware.gpu.count is 18, expected an integer from 0 to 16; {FIX}"
     ]
+
+
+LIMITED = """\
+- name: A stage on the rack's nodes
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Check the inventory
+      gpuops.bringup.inventory_check:
+      run_once: true
+"""
+
+
+def test_a_limited_run_is_stopped_by_its_own_nodes_problems_only(tmp_path, ansible_env, broken_inventory):
+    """--limit to a sound node of the broken inventory: the other hosts' problems are warnings and the play goes on;
+    --limit to a broken node: its problem alone fails it."""
+    playbook = tmp_path / "stage.yml"
+    playbook.write_text(LIMITED)
+
+    def run(limit):
+        proc = subprocess.run(["ansible-playbook", "-i", str(broken_inventory), "--limit", limit, str(playbook)],
+                              cwd=ROOT, env=ansible_env, capture_output=True, text=True, check=False)  # fmt: skip
+        task = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]
+        return proc.returncode, next(iter(task.values()))
+
+    rc, result = run("a01-gpu02")
+    assert (rc, result["problems"]) == (0, [])
+    # The six of the whole inventory (above): four H200 nodes, one in no rack, one in two profiles.
+    assert len(result["elsewhere"]) == 6 and any("host a02-gpu01" in w for w in result["warnings"])
+    assert all(
+        w.startswith("a host this run leaves out breaks the rack inventory contract: ") for w in result["warnings"]
+    )
+    rc, result = run("a02-gpu01")
+    assert rc == 2
+    assert result["problems"] == [
+        f"host a02-gpu01: gpuops_hardware.gpu.count is 18, expected an integer from 0 to 16; {FIX}"
+    ]

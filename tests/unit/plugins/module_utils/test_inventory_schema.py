@@ -15,6 +15,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils.inventory_schema im
     FIX,
     check_hardware,
     check_inventory,
+    check_play,
 )
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -325,3 +326,18 @@ def test_the_acceptance_keys_are_part_of_the_contract(dotted, value, problem):
     """Every stage's inventory check refuses a bad gate or check id before any node is touched."""
     problems = check_hardware("host gpu01", changed(H100, dotted, value))
     assert len(problems) == 1 and problems[0].startswith(f"host gpu01: {problem}"), problems
+
+
+def test_a_play_of_some_hosts_is_stopped_by_their_problems_only():
+    hosts = {
+        "n1": host(["hgx_h100_8gpu", "rack_a"], ansible_host="10.0.0.1"),
+        "n2": host(["hgx_h100_8gpu"], ansible_host="10.0.0.2"),
+        "n3": host(["hgx_h100_8gpu", "rack_a"], ansible_host="10.0.0.1"),
+        "n4": host(["hgx_h100_8gpu", "rack_a"], ansible_host="10.0.0.4"),
+    }
+    rack = "host n2 is in 0 rack groups (none); put it in exactly one group named rack_<id>"
+    clash = "hosts n1, n3 all connect to 10.0.0.1:22; each host needs its own ansible_host (or ansible_port)"
+    assert check_play(hosts, (), ["n4"])[:2] == ([], [rack, clash])
+    assert check_play(hosts, (), ["n3", "n4"])[:2] == ([clash], [rack])
+    assert check_play(hosts, (), ["n2"])[:2] == ([rack], [clash])
+    assert check_play(hosts, ())[:2] == ([rack, clash], []) == (check_inventory(hosts)[0], [])
