@@ -603,6 +603,8 @@ WHERE_USED = {
 # specification already holds: each name here says where.
 STRUCTURED = {
     "gpuops_mirror_url": "repositories.mirror_url_problem (_common)",
+    "gpuops_hardware_profiles": "inventory_schema.check_hardware, on the profile each host gets (inventory_check)",
+    "gpuops_hardware_overrides": "inventory_schema.check_hardware, on the profile each host gets (inventory_check)",
     "os_baseline_package_repositories": "repositories.repository_problems",
     "rdma_fabric_interfaces": "rdma_fabric preflight",
     "k8s_node_labels": "kubernetes_node.input_problems",

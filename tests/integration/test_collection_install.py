@@ -77,7 +77,8 @@ def test_the_tarball_holds_what_runs_not_the_bench(installed):
         names = tar.getnames()
     tops = {name.split("/")[0] for name in names}
     assert {"roles", "playbooks", "plugins", "meta", "schemas", "LICENSE", "README.md", "MANIFEST.json"} <= tops
-    assert not tops & {"tests", "molecule", "inventory", ".ci", "Makefile", "ansible.cfg", "requirements-dev.txt"}
+    development = {"tests", "molecule", "inventory", ".ci", "Makefile", "ansible.cfg", "requirements-dev.txt", "cli"}
+    assert not tops & development
     assert (ROOT / "LICENSE").read_text().startswith(" " * 20 + "GNU GENERAL PUBLIC LICENSE\n")
     assert GALAXY["license"] == ["GPL-3.0-or-later"]
 

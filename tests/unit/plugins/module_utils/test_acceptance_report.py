@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import stat
 from html.parser import HTMLParser
@@ -359,3 +360,21 @@ def test_deeply_nested_documents_are_refused_or_cut(tmp_path, rack):
     (rack / "nodes" / "h100-healthy.json").write_text(json.dumps(document))
     acceptance_report.write_reports(str(rack))
     assert "…" in (rack / "report.html").read_text()
+
+
+REPORT_GOLDEN = GOLDEN.parent / "reports"
+
+
+@pytest.mark.parametrize("name", ["summary.md", "junit.xml", "inventory.csv", "report.html", "index.html"])
+def test_each_report_says_word_for_word_what_was_reviewed(rack, name):
+    """The reports of the rack above (every verdict, failure types, a simulated node, an unreachable one) against
+    copies reviewed once: any change of their words is seen here. GPUOPS_GOLDEN=write writes them again (then read
+    the diff)."""
+    written = acceptance_report.write_reports(str(rack))
+    path = Path(written["index"]) if name == "index.html" else rack / name
+    text = path.read_text().replace(str(rack.parent), "<results>")
+    golden_copy = REPORT_GOLDEN / name
+    if os.environ.get("GPUOPS_GOLDEN") == "write":
+        golden_copy.parent.mkdir(exist_ok=True)
+        golden_copy.write_text(text)
+    assert text == golden_copy.read_text()

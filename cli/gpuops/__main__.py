@@ -1,0 +1,5 @@
+import sys
+
+from gpuops.app import main
+
+sys.exit(main())
