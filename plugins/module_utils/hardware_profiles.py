@@ -25,14 +25,13 @@ _HGX_H100 = {
     "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"},
     "firmware": {"vbios_drift": "warn"},
 }
-# HGX H200 8-GPU: SXM5 GPUs (141 GB HBM3e) on NVSwitch, 8x NDR InfiniBand. Published gates (nd96isr_h200_v5):
-# all_reduce 431 GB/s at 16 GiB, ib_write_bw 360 Gb/s.
+# HGX H200 8-GPU: the H100 board's design with H200 SXM5 GPUs (141 GB HBM3e), NVSwitch, 8x NDR InfiniBand. Published
+# gates (nd96isr_h200_v5): all_reduce 431 GB/s at 16 GiB, ib_write_bw 360 Gb/s.
 _HGX_H200 = {
+    **_HGX_H100,
     "profile": "hgx_h200_8gpu",
     "description": "HGX H200 8-GPU (SXM5, 141 GB), NVSwitch, 8x NDR 400G InfiniBand",
-    "gpu": {"model": "NVIDIA H200", "architecture": "hopper", "count": 8, "nvswitch": True, "nvlinks": 18},
-    "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"},
-    "firmware": {"vbios_drift": "warn"},
+    "gpu": {**_HGX_H100["gpu"], "model": "NVIDIA H200"},
 }
 # 4x L40S PCIe inference node: no NVLink or NVSwitch; two 400 Gb/s RoCE ports (ConnectX-7). No bus bandwidth gate is
 # published for it: acceptance reports NCCL's figure without requiring it until the site sets

@@ -223,12 +223,13 @@ class Nodes:
 
 
 @contextlib.contextmanager
-def bench_nodes(tmp_path_factory, group: str, specs: list[dict]):
-    """Start bench nodes ({name, image, hardware}) named <group>-<name>; remove them afterwards."""
+def bench_nodes(tmp_path_factory, group: str, specs: list[dict], groups: list[str] = ()):
+    """Start bench nodes ({name, image, hardware}) named <group>-<name>, each also in groups; remove them
+    afterwards."""
     inventory = tmp_path_factory.mktemp(group) / "hosts.json"
     started = subprocess.run(
         [sys.executable, str(BENCH), "nodes", "up", "--prefix", group, json.dumps(specs), "--inventory",
-         str(inventory)],
+         str(inventory), *(["--groups", ",".join(groups)] if groups else [])],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     try:

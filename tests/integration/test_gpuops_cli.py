@@ -11,28 +11,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from preflight_harness import bench_nodes
 
 ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "tests" / "bench" / "bench.py"
 GPUOPS = Path(sys.executable).parent / "gpuops"
 GROUP = "cli"
 
 
 @pytest.fixture(scope="module")
 def rack(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cli")
-    inventory = tmp / "hosts.json"
-    (tmp / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
     specs = [{"name": f"{GROUP}0{n}", "image": "debian12"} for n in (1, 2)]
-    subprocess.run(
-        [sys.executable, str(BENCH), "nodes", "up", "--prefix", GROUP, json.dumps(specs), "--inventory",
-         str(inventory), "--groups", "rack_cli,bench_container"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    try:
-        yield inventory
-    finally:
-        subprocess.run([sys.executable, str(BENCH), "nodes", "down", GROUP], check=True)
+    with bench_nodes(tmp_path_factory, GROUP, specs, ["rack_cli", "bench_container"]) as nodes:
+        (nodes.inventory.parent / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
+        yield nodes.inventory
 
 
 def gpuops(tmp: Path, *args: str) -> subprocess.CompletedProcess:
