@@ -18,10 +18,10 @@ host:
 
 venv: $(VENV)/.installed
 
+# The pinned dependencies, then the gpuops command from this checkout (its own dependencies are those pins).
 $(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	# The gpuops command from this checkout (its dependencies are the pinned ones above).
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
