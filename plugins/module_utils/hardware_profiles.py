@@ -12,6 +12,16 @@ over all of this. A host in no profile group gets no profile ({}): the inventory
 from __future__ import annotations
 
 import copy
+import re
+
+# A profile's name, which is also its inventory group's: lower case, digits, underscores.
+NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+
+
+def is_name(value):
+    """Whether value can name a profile (and its group)."""
+    return isinstance(value, str) and bool(NAME.match(value))
+
 
 # HGX H100 8-GPU: SXM5 GPUs on NVSwitch, one 400 Gb/s NDR InfiniBand port per GPU (ConnectX-7) for the compute
 # fabric. The acceptance stage's gates for 8x H100 80GB HBM3 are published ones (acceptance.PUBLISHED_GATES:

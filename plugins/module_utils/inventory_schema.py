@@ -22,7 +22,6 @@ PORT_RATES = (0, 10, 20, 25, 40, 50, 56, 100, 200, 400, 800)
 # Where a whole profile is shown, and the profiles a host may name.
 FIX = "see plugins/module_utils/hardware_profiles.py for complete profiles"
 _BUILTIN = ", ".join(hardware_profiles.BUILTIN)
-_PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
 _RACK_GROUP = re.compile(r"^rack_[a-z0-9_]+\Z")
 # What SSH can connect to: a host name, an IPv4 address, or an IPv6 address (in brackets or not).
 _HOST = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})|\[?[0-9A-Fa-f:.]{2,45}(%[A-Za-z0-9_.-]{1,15})?\]?")
@@ -58,7 +57,7 @@ def check_hardware(where, hardware):
         where,
         hardware,
         "profile",
-        lambda v: isinstance(v, str) and bool(_PROFILE_NAME.match(v)),
+        hardware_profiles.is_name,
         "the profile group's name (lower case, digits, underscores)",
         fix,
     )

@@ -26,6 +26,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import (  # noqa: E
     dkms,
     dnf,
     ethtool,
+    hardware_profiles,
     infiniband,
     kubernetes_node,
     nccl_tests,
@@ -44,6 +45,7 @@ from ansible_collections.gpuops.bringup.plugins.modules import (  # noqa: E402
     container_toolkit_facts,
     dnf_module_stream,
 )
+from ansible_collections.gpuops.bringup.plugins.plugin_utils import rack_manifest  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 RUNTIME = "/usr/bin/nvidia-container-runtime"
@@ -82,6 +84,13 @@ RELEASE_KEY = (FIXTURES / "openpgp" / "debian-archive-bookworm-automatic.asc").r
 def _release_signature(signature):
     """A Release signature (Release.gpg) checked as repository_index checks it: over the Release, with a real key."""
     return signed_release.verify(RELEASE, signature, RELEASE_KEY)
+
+
+def _manifest(data, name):
+    """A rack manifest as the inventory plugin reads it: nodes or problems, never both."""
+    nodes, problems = rack_manifest.load(data, name, set(hardware_profiles.BUILTIN))
+    assert not (nodes and problems)
+    return nodes, problems
 
 
 def _xid(text):
@@ -513,6 +522,8 @@ PARSERS = [
         (container_toolkit.ConfigProblem,),
         seeds=('[crio.runtime]\ndefault_runtime = "crun"\n[crio.runtime.runtimes.crun]\nruntime_path = "/x"\n',),
     ),
+    Parser("rack_manifest.load (CSV)", lambda b: _manifest(b, "r.csv"), ("rack_manifest/*.csv",), binary=True),
+    Parser("rack_manifest.load (YAML)", lambda b: _manifest(b, "r.yml"), ("rack_manifest/*.yml",), binary=True),
     Parser(
         "dnf.parse_resolution",
         dnf.parse_resolution,
