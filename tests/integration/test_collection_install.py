@@ -77,7 +77,10 @@ def test_the_tarball_holds_what_runs_not_the_bench(installed):
         names = tar.getnames()
     tops = {name.split("/")[0] for name in names}
     assert {"roles", "playbooks", "plugins", "meta", "schemas", "LICENSE", "README.md", "MANIFEST.json"} <= tops
-    development = {"tests", "molecule", "inventory", ".ci", "Makefile", "ansible.cfg", "requirements-dev.txt", "cli"}
+    development = {"tests", "molecule", "inventory", ".ci", "Makefile", "ansible.cfg", "requirements-dev.txt", "cli",
+                   "execution-environment.yml"}  # fmt: skip
+    # What an execution environment's introspection reads from the installed collection.
+    assert {"meta/execution-environment.yml", "meta/ee-requirements.txt", "bindep.txt"} <= set(names)
     assert not tops & development
     assert (ROOT / "LICENSE").read_text().startswith(" " * 20 + "GNU GENERAL PUBLIC LICENSE\n")
     assert GALAXY["license"] == ["GPL-3.0-or-later"]
@@ -140,3 +143,79 @@ def test_an_operator_inventory_gets_the_shipped_profiles_by_group(installed, tmp
     refused = ("host a01-gpu02: gpuops_hardware.infiniband.ports is 64, expected an integer from 0 to 32; see "
                "plugins/module_utils/hardware_profiles.py for complete profiles")  # fmt: skip
     assert refused in " ".join(result.stdout.split())
+
+
+def test_a_rack_manifest_is_an_inventory_of_the_installed_collection(installed, tmp_path):
+    """The manifest plugin from the installed copy, with no configuration of this repository's: the stages' check
+    passes on what it makes; a faulty manifest adds no host, its problems printed, and with the setting the README
+    recommends (unparsed_is_failed) the run fails (Ansible's default warns and runs on no host with status 0)."""
+    _tarball, _collections, _elsewhere, env = installed
+    fixtures = ROOT / "tests" / "fixtures" / "rack_manifest"
+    for name in ("handover.csv", "faulty.csv"):
+        shutil.copy(fixtures / name, tmp_path / name)
+    check = ["ansible-playbook", "-i", "hall1.rack_manifest.yml", "gpuops.bringup.stage_inputs", "-e",
+             '{"__stage_prefixes": []}', "--tags", "gpuops_inventory", "-v"]  # fmt: skip
+    (tmp_path / "hall1.rack_manifest.yml").write_text("plugin: gpuops.bringup.rack_manifest\nmanifest: handover.csv\n")
+    result = run(check, tmp_path, env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 hosts in 2 rack(s), 3 hardware profile(s): inventory is well-formed" in result.stdout
+    (tmp_path / "hall1.rack_manifest.yml").write_text("plugin: gpuops.bringup.rack_manifest\nmanifest: faulty.csv\n")
+    result = run(check, tmp_path, env)
+    assert "TASK [" not in result.stdout
+    assert "faulty.csv line 3: hostname 'A01_GPU02' is not a lower-case DNS name" in result.stderr
+    result = run(check, tmp_path, {**env, "ANSIBLE_INVENTORY_UNPARSED_FAILED": "true"})
+    assert result.returncode != 0 and "TASK [" not in result.stdout
+
+
+def pins():
+    """requirements.txt's pins, by package name."""
+    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    return dict(line.split("==") for line in lines if "==" in line and not line.startswith("#"))
+
+
+def test_the_execution_environment_s_build_context(installed, tmp_path):
+    """ansible-builder create makes the build context of execution-environment.yml (no image can be built here): the
+    collection from the tarball built first, ansible-core and ansible-runner at requirements.txt's pins, Python 3.11."""
+    tarball = installed[0]
+    definition = yaml.safe_load((ROOT / "execution-environment.yml").read_text())
+    source = tmp_path / "checkout"
+    (source / "dist").mkdir(parents=True)
+    shutil.copy(ROOT / "execution-environment.yml", source)
+    # The definition names the tarball of galaxy.yml's version: the one `ansible-galaxy collection build` makes.
+    assert tarball.name == f"gpuops-bringup-{GALAXY['version']}.tar.gz"
+    assert definition["additional_build_files"] == [{"src": f"dist/{tarball.name}", "dest": "collections"}]
+    shutil.copy(tarball, source / "dist")
+    context = tmp_path / "context"
+    created = subprocess.run(["ansible-builder", "create", "-f", "execution-environment.yml", "-c", str(context)],
+                             cwd=source, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert created.returncode == 0, created.stdout + created.stderr
+    assert "No matches" not in created.stdout + created.stderr
+    containerfile = (context / "Containerfile").read_text()
+    versions = pins()
+    assert 'ARG EE_BASE_IMAGE="quay.io/centos/centos:stream9"' in containerfile
+    assert 'ARG PYCMD="/usr/bin/python3.11"' in containerfile
+    assert f"ansible-core=={versions['ansible-core']}" in containerfile
+    assert f"ansible-runner=={versions['ansible-runner']}" in containerfile
+    assert "RUN ANSIBLE_GALAXY_DISABLE_GPG_VERIFY=1 ansible-galaxy collection install" in containerfile
+    # The tarball is in the context where the galaxy stage's requirements (run in /build, the copy of _build) find it.
+    assert (context / "_build" / "collections" / tarball.name).read_bytes() == tarball.read_bytes()
+    requirements = yaml.safe_load((context / "_build" / "requirements.yml").read_text())
+    assert requirements == {"collections": [{"name": f"collections/{tarball.name}", "type": "file"}]}
+    assert "COPY _build /build" in containerfile and "WORKDIR /build" in containerfile
+
+
+def test_the_installed_collection_s_needs_are_found_by_introspection(installed):
+    """What ansible-builder's introspection (run inside the image it builds) finds in the installed collections: this
+    collection's Python and system needs from meta/execution-environment.yml, attributed to it."""
+    collections = installed[1]
+    found = subprocess.run(["ansible-builder", "introspect", str(collections)], capture_output=True, text=True,
+                           timeout=120, check=False)  # fmt: skip
+    assert found.returncode == 0, found.stdout + found.stderr
+    report = yaml.safe_load(found.stdout.split("---", 1)[1] if "---" in found.stdout else found.stdout)
+    python = [line for line in report["python"] if "gpuops.bringup" in line]
+    system = [line for line in report["system"] if "gpuops.bringup" in line]
+    assert python == [f"{name}  # from collection gpuops.bringup" for name in ("jinja2>=3.1", "markupsafe>=2.1")]
+    assert system == [
+        "openssh-clients [platform:rpm]  # from collection gpuops.bringup",
+        "openssh-client [platform:dpkg]  # from collection gpuops.bringup",
+    ]
