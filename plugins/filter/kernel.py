@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import os_baseline
 from ansible_collections.gpuops.bringup.plugins.module_utils.osinfo import normalize_sysctl
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
 
 
 def sysctl_drift(desired, live):
@@ -20,6 +22,15 @@ def sysctl_drift(desired, live):
     )
 
 
+def os_baseline_preflight(node, host, variables):
+    """The OS baseline's preflight of one node: {problems, reboot_reasons} (module_utils os_baseline)."""
+    return os_baseline.preflight(
+        host=str(host),
+        node=plain(mapping(node, "os_facts' gpuops_os", "os_baseline_preflight")),
+        variables=plain(mapping(variables, "the role's variables", "os_baseline_preflight")),
+    )
+
+
 class FilterModule:
     def filters(self):
-        return {"sysctl_drift": sysctl_drift}
+        return {"sysctl_drift": sysctl_drift, "os_baseline_preflight": os_baseline_preflight}

@@ -80,7 +80,8 @@ def assert_fails_with(proc: subprocess.CompletedProcess, host: str, expected: li
 
 
 class CaseRun:
-    """One ansible-playbook --check run for many cases at once, each case an inventory host of its own.
+    """One ansible-playbook --check run (or a real one, for what only a real run does) for many cases at once, each
+    case an inventory host of its own.
 
     A run costs seconds of controller CPU before its first task (Python, the collection, the roles' argument specs);
     one run per case spent most of the integration suite's time there. A case's host carries the case's variables as
@@ -90,11 +91,19 @@ class CaseRun:
     each host's results apart. Messages name the host: expected texts say {host} where they name it.
     """
 
-    def __init__(self, playbook: Path, tag: str, tmp_path: Path, hosts: dict[str, dict]):
+    def __init__(self, playbook: Path, tag: str, tmp_path: Path, hosts: dict[str, dict], check: bool = True):
         inventory = tmp_path / "cases.json"
         inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
         proc = subprocess.run(
-            ["ansible-playbook", "--inventory", str(inventory), "--check", "--tags", tag, str(playbook)],
+            [
+                "ansible-playbook",
+                "--inventory",
+                str(inventory),
+                *(["--check"] if check else []),
+                "--tags",
+                tag,
+                str(playbook),
+            ],
             cwd=ROOT,
             capture_output=True,
             text=True,

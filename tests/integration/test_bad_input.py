@@ -117,22 +117,65 @@ CASES = {
         {**VALID, "os_baseline_kernel_drift_action": "block"},
         ["os_baseline_kernel_drift_action", "warn, fail", "block"],
     ),
-    "reboot_needed_but_not_allowed": (
-        {"os_baseline_kernel_cmdline": [ABSENT_ARG]},
+    "every_problem_at_once": (
+        {
+            **VALID,
+            "os_baseline_disable_swap": False,
+            "os_baseline_kernel_drift_action": "fail",
+            "os_baseline_package_repositories": [
+                {
+                    "name": "x",
+                    "uris": ["https://repo.example.com/apt"],
+                    "suites": ["/"],
+                    "components": ["main"],
+                    "key_content": "-----BEGIN PGP",
+                }
+            ],
+        },
         [
-            f"will need a reboot (kernel arguments {ABSENT_ARG} are not in the running command line)",
-            "os_baseline_reboot_ok is false, so nothing was changed",
-            "Fix: set os_baseline_reboot_ok: true",
+            "os_baseline_disable_swap is false (swap kept) but gpuops_kubernetes_join is true",
+            "| os_baseline_package_repositories[0] a flat repository (suite '/') takes no components",
         ],
     ),
 }
+
+
+# A node whose changes need a reboot: a real run stops before any change; a dry run previews the whole plan and says
+# where the real run would stop.
+REBOOT = {"os_baseline_kernel_cmdline": [ABSENT_ARG], "os_baseline_reboot_ok": False}
+GRUB = Path("/etc/default/grub").exists()
 
 
 @pytest.fixture(scope="module")
 def case_run(tmp_path_factory) -> CaseRun:
     """Every case, and the control (valid variables), in one run."""
     cases = {case: variables for case, (variables, _expected) in CASES.items()}
-    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("cases"), local_cases({**cases, "control": VALID}))
+    hosts = local_cases({**cases, "control": VALID, "reboot_preview": REBOOT})
+    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("cases"), hosts)
+
+
+@pytest.mark.skipif(not GRUB, reason="without GRUB the command line is a problem before any reboot (next test)")
+def test_a_needed_reboot_stops_a_real_run_before_any_change(tmp_path: Path) -> None:
+    run = CaseRun(PLAYBOOK, TAG, tmp_path, local_cases({"reboot": REBOOT}), check=False)
+    run.assert_fails_with("reboot", [
+        f"{{host}} will need a reboot (kernel arguments {ABSENT_ARG} are not in the running command line) and "
+        "os_baseline_reboot_ok is false, so nothing was changed. Fix: set os_baseline_reboot_ok: true to let the role "
+        "apply the change and reboot the node (drain it first if it runs workloads).",
+    ])  # fmt: skip
+
+
+def test_a_needed_reboot_is_previewed_in_check_mode(case_run: CaseRun) -> None:
+    output = case_run.text("reboot_preview")
+    if GRUB:
+        case_run.assert_passes_unchanged("reboot_preview")
+        assert (
+            "Check mode, so the preview goes on; a real run stops here: reboot_preview will need a reboot (kernel "
+            f"arguments {ABSENT_ARG} are not in the running command line) and os_baseline_reboot_ok is false"
+        ) in output
+    else:
+        # This machine has no bootloader the role manages: that problem comes first, and no reboot is asked for.
+        case_run.assert_fails_with("reboot_preview", ["{host} has no bootloader this role manages"])
+        assert "will need a reboot" not in output
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
