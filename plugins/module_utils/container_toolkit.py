@@ -17,8 +17,11 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
 
 try:
     import tomllib
-except ImportError:  # Python < 3.11: the node's Python is checked by the caller (tomllib_missing).
-    tomllib = None
+except ImportError:  # Python < 3.11 (Ubuntu 22.04's 3.10): tomli is tomllib's origin, with the same interface.
+    try:
+        import tomli as tomllib
+    except ImportError:  # The caller says what the node needs (tomllib_missing).
+        tomllib = None
 
 CRI_PLUGIN = "io.containerd.grpc.v1.cri"
 RUNC_V2 = "io.containerd.runc.v2"

@@ -54,7 +54,8 @@ extends_documentation_fragment:
   - gpuops.bringup.attributes.changes
 notes:
   - containerd's imports are followed one level deep (the main file's own imports), as globs in their order.
-  - Needs Python 3.11 or later on the node for containerd and CRI-O (tomllib); Debian 12 and 13 have it.
+  - Needs Python 3.11 or later on the node for containerd and CRI-O (tomllib), or tomli with an older Python (the
+    role installs python3-tomli on Ubuntu 22.04, whose Python is 3.10).
 """
 
 EXAMPLES = r"""
@@ -89,6 +90,7 @@ drop_in:
 import fnmatch
 import glob
 import os
+import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -175,7 +177,11 @@ def main():
     config = p["config"] or DEFAULTS[p["runtime"]][0]
     drop_in = p["drop_in"] or DEFAULTS[p["runtime"]][1]
     if p["runtime"] != "docker" and ctk.tomllib_missing():
-        module.fail_json(msg="configuring containerd or CRI-O needs Python 3.11 or later on the node (tomllib)")
+        module.fail_json(
+            msg=f"configuring containerd or CRI-O reads TOML: the node's Python {platform.python_version()} has no "
+            "tomllib (3.11 and later) and no tomli. Fix: install python3-tomli (the nvidia_container_toolkit role "
+            "does on Ubuntu 22.04), or run the module with Python 3.11 or later (ansible_python_interpreter)"
+        )
     try:
         if p["runtime"] == "containerd":
             plan = plan_containerd(config, drop_in, p["runtime_path"], p["default"])

@@ -215,3 +215,48 @@ def test_facts_report_what_could_not_be_read(run_module, command_table):
         "nvidia-ctk is not installed",
         "containerd config dump failed (rc=1): containerd: failed to load TOML: near line 3",
     ]
+
+
+def _reloaded(monkeypatch, blocked):
+    """module_utils container_toolkit and the runtime module as a node's Python without the modules blocked loads
+    them (Ubuntu 22.04's Python 3.10 has no tomllib)."""
+    import importlib
+    import sys
+
+    from ansible_collections.gpuops.bringup.plugins.module_utils import container_toolkit
+
+    for name in blocked:
+        monkeypatch.setitem(sys.modules, name, None)
+    ctk = importlib.reload(container_toolkit)
+    monkeypatch.setattr(container_toolkit_runtime, "ctk", ctk)
+    return ctk
+
+
+def test_a_python_without_tomllib_reads_toml_with_tomli(tmp_path, run_module, command_table, monkeypatch):
+    import tomli
+
+    try:
+        ctk = _reloaded(monkeypatch, ["tomllib"])
+        assert ctk.tomllib is tomli and not ctk.tomllib_missing()
+        (tmp_path / "config.toml").write_text(DEBIAN_13_CONFIG)
+        result, failed = run_module(container_toolkit_runtime.main, containerd_args(tmp_path), command_table({}, {}))
+        assert not failed and result["changed"]
+        dropin = tomllib.loads((tmp_path / "conf.d" / "99-nvidia.toml").read_text())
+        assert "nvidia" in dropin["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+    finally:
+        monkeypatch.undo()
+        _reloaded(monkeypatch, [])
+
+
+def test_a_python_without_tomllib_or_tomli_is_told_what_to_install(tmp_path, run_module, command_table, monkeypatch):
+    try:
+        ctk = _reloaded(monkeypatch, ["tomllib", "tomli"])
+        assert ctk.tomllib_missing()
+        (tmp_path / "config.toml").write_text(DEBIAN_13_CONFIG)
+        result, failed = run_module(container_toolkit_runtime.main, containerd_args(tmp_path), command_table({}, {}))
+        assert failed
+        assert "has no tomllib (3.11 and later) and no tomli. Fix: install python3-tomli" in result["msg"]
+        assert (tmp_path / "config.toml").read_text() == DEBIAN_13_CONFIG
+    finally:
+        monkeypatch.undo()
+        _reloaded(monkeypatch, [])
