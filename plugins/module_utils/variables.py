@@ -356,6 +356,10 @@ VARIABLES = {
     "gpuops_max_fail_percentage": Rule(
         _scalar(integer(0, 100)), "the percentage of a batch that may fail before the rollout stops, 0 to 100"
     ),
+    "gpuops_long_step_timeout": Rule(
+        _scalar(integer(60, 86400)),
+        "the seconds a DKMS build or another long step may run (3600, the default; 60 to 86400)",
+    ),
     "gpuops_package_lock_timeout": Rule(
         _scalar(integer(0, 3600)),
         "the seconds to wait for another apt or dpkg to release its locks (300, the default), or 0 to fail at once",

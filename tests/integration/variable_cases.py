@@ -13,6 +13,7 @@ BAD = {
     "gpuops_nccl_tests": BOOL,
     "gpuops_max_fail_percentage": [(101, "out of range: from 0 to 100")],
     "gpuops_package_lock_timeout": [(-1, "out of range: from 0 to 3600"), ("300.0", "not a whole number")],
+    "gpuops_long_step_timeout": [(59, "out of range: from 60 to 86400"), ("3600s", "not a whole number")],
     "os_baseline_kernel_cmdline": [
         ("iommu=pt pci=realloc=off", "not a list"),
         (["iommu=pt pci=realloc=off"], '["iommu=pt pci=realloc=off"]: each item must be one argument'),
