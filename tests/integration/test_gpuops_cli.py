@@ -102,3 +102,10 @@ def test_up_resume_and_accept(rack: Path, installed) -> None:
     report = Path(accepted.stdout.split("\nreport: ")[1].split()[0])
     assert report.name == "report.html" and report.is_file() and report.parent.parent == tmp.parent / "reports"
     assert "acceptance" in json.loads(gpuops(installed, tmp, "runs", "--json").stdout)[-1]["stages"]
+
+
+def test_the_demo_outside_a_checkout_says_where_it_runs(installed, tmp_path: Path) -> None:
+    """The installed command has no bench: `gpuops demo` says so instead of failing on a missing file."""
+    demo = gpuops(installed, tmp_path, "demo")
+    assert demo.returncode != 0 and not list((tmp_path / "runs").glob("*/gpuops.json"))
+    assert "the demo runs the bench of a checkout of the repository (make demo there)" in demo.stdout + demo.stderr

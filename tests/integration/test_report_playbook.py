@@ -84,3 +84,40 @@ def test_the_report_step_refuses_a_relative_directory():
     assert proc.returncode != 0, output[-3000:]
     assert ("results_dir must be an absolute path, got 'reports/20261206T100000Z'. Fix: give the directory of one "
             "run") in output, output[-3000:]  # fmt: skip
+
+
+def on_a_terminal(argv, cwd, columns=120):
+    """A command's output on a pseudo-terminal of its own, as an operator's shell runs it."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": "40"}
+    env.pop("CI", None)
+    process = subprocess.Popen(argv, cwd=cwd, stdin=follower, stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's other end is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return process.wait(timeout=300), b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_gpuops_report_on_a_terminal_draws_its_table_and_names_the_report(run_dir, tmp_path):
+    """The gpuops command on a real terminal: it finds one (no --progress given), draws the live table with rich and
+    ends with the report's path; the same command in a pipe writes plain lines without terminal codes."""
+    gpuops = str(Path(sys.executable).parent / "gpuops")
+    argv = [gpuops, "report", str(run_dir), "--runs-dir", str(tmp_path / "runs")]
+    rc, output = on_a_terminal(argv, tmp_path)
+    assert rc == 0, output[-3000:]
+    assert "\x1b[" in output and "┏" in output and "gpuops.bringup.report" in output
+    assert f"report: {run_dir}/report.html" in output.replace("\r", "")
+    piped = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300)
+    assert piped.returncode == 0 and "\x1b[" not in piped.stdout
+    assert f"report: {run_dir}/report.html" in piped.stdout
