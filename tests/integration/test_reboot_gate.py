@@ -62,8 +62,10 @@ def run(tmp_path, check, reasons, reboot_ok):
     return result["stats"]["n1"]["failures"] == 1, [" ".join(str(m).split()) for m in messages]
 
 
-def test_a_real_run_stops_before_any_change(tmp_path):
-    failed, messages = run(tmp_path, check=False, reasons=REASONS, reboot_ok=False)
+# The words -e nvidia_driver_reboot_ok=false and =no give (strings) are not truthy.
+@pytest.mark.parametrize("reboot_ok", [False, "false", "no"])
+def test_a_real_run_stops_before_any_change(tmp_path, reboot_ok):
+    failed, messages = run(tmp_path, check=False, reasons=REASONS, reboot_ok=reboot_ok)
     assert failed and STOP in messages and "the role goes on" not in messages
 
 

@@ -131,14 +131,3 @@ def test_booleans_from_the_command_line_pass() -> None:
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-3000:]
     assert re.search(r"localhost\s*: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0", proc.stdout), output[-2000:]
-
-
-def test_false_from_the_command_line_is_false() -> None:
-    """The string "false" is not truthy: a reboot the machine would need is refused, as with false itself."""
-    extra = [
-        arg for name, value in {**WORDS, "os_baseline_reboot_ok": "false"}.items() for arg in ("-e", f"{name}={value}")
-    ]
-    proc = preflight_with([*extra, "-e", '{"os_baseline_kernel_cmdline": ["gpuops.reboot_probe=1"]}'])
-    output = unfold(proc.stdout + proc.stderr)
-    assert proc.returncode != 0, output[-3000:]
-    assert "os_baseline_reboot_ok is false, so nothing was changed" in output, output[-3000:]

@@ -217,46 +217,51 @@ def test_facts_report_what_could_not_be_read(run_module, command_table):
     ]
 
 
-def _reloaded(monkeypatch, blocked):
-    """module_utils container_toolkit and the runtime module as a node's Python without the modules blocked loads
-    them (Ubuntu 22.04's Python 3.10 has no tomllib)."""
-    import importlib
+def on_a_python_without(blocked, script, tmp_path):
+    """script's output, run by this Python with the modules blocked (a node's Python 3.10 has no tomllib), in a
+    process of its own: a reload here would give the module's exceptions new classes under every other test."""
+    import subprocess
     import sys
+    from pathlib import Path
 
-    from ansible_collections.gpuops.bringup.plugins.module_utils import container_toolkit
-
-    for name in blocked:
-        monkeypatch.setitem(sys.modules, name, None)
-    ctk = importlib.reload(container_toolkit)
-    monkeypatch.setattr(container_toolkit_runtime, "ctk", ctk)
-    return ctk
-
-
-def test_a_python_without_tomllib_reads_toml_with_tomli(tmp_path, run_module, command_table, monkeypatch):
-    import tomli
-
-    try:
-        ctk = _reloaded(monkeypatch, ["tomllib"])
-        assert ctk.tomllib is tomli and not ctk.tomllib_missing()
-        (tmp_path / "config.toml").write_text(DEBIAN_13_CONFIG)
-        result, failed = run_module(container_toolkit_runtime.main, containerd_args(tmp_path), command_table({}, {}))
-        assert not failed and result["changed"]
-        dropin = tomllib.loads((tmp_path / "conf.d" / "99-nvidia.toml").read_text())
-        assert "nvidia" in dropin["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
-    finally:
-        monkeypatch.undo()
-        _reloaded(monkeypatch, [])
+    collections = Path(__file__).resolve().parents[4] / ".collections"
+    program = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in blocked) + script
+    proc = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, check=False,
+                          env={"PYTHONPATH": str(collections)}, timeout=60)  # fmt: skip
+    return proc.returncode, proc.stdout + proc.stderr
 
 
-def test_a_python_without_tomllib_or_tomli_is_told_what_to_install(tmp_path, run_module, command_table, monkeypatch):
-    try:
-        ctk = _reloaded(monkeypatch, ["tomllib", "tomli"])
-        assert ctk.tomllib_missing()
-        (tmp_path / "config.toml").write_text(DEBIAN_13_CONFIG)
-        result, failed = run_module(container_toolkit_runtime.main, containerd_args(tmp_path), command_table({}, {}))
-        assert failed
-        assert "has no tomllib (3.11 and later) and no tomli. Fix: install python3-tomli" in result["msg"]
-        assert (tmp_path / "config.toml").read_text() == DEBIAN_13_CONFIG
-    finally:
-        monkeypatch.undo()
-        _reloaded(monkeypatch, [])
+def module_run(tmp_path):
+    """A program that runs container_toolkit_runtime on tmp_path's containerd configuration, as Ansible does."""
+    import json
+
+    args = {"ANSIBLE_MODULE_ARGS": {**containerd_args(tmp_path), "_ansible_check_mode": False}}
+    (tmp_path / "args.json").write_text(json.dumps(args))
+    return (
+        "sys.argv = ['container_toolkit_runtime', 'args.json']\n"
+        "from ansible_collections.gpuops.bringup.plugins.modules import container_toolkit_runtime\n"
+        "container_toolkit_runtime.main()\n"
+    )
+
+
+def test_a_python_without_tomllib_reads_toml_with_tomli(tmp_path):
+    (tmp_path / "config.toml").write_text(DEBIAN_13_CONFIG)
+    rc, output = on_a_python_without(["tomllib"], module_run(tmp_path), tmp_path)
+    assert rc == 0, output
+    assert json.loads(output)["changed"] is True
+    dropin = tomllib.loads((tmp_path / "conf.d" / "99-nvidia.toml").read_text())
+    assert "nvidia" in dropin["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+    probe = (
+        "from ansible_collections.gpuops.bringup.plugins.module_utils import container_toolkit as c\n"
+        "print(c.tomllib.__name__)\n"
+    )
+    assert on_a_python_without(["tomllib"], probe, tmp_path) == (0, "tomli\n")
+
+
+def test_a_python_without_tomllib_or_tomli_is_told_what_to_install(tmp_path):
+    (tmp_path / "config.toml").write_text(DEBIAN_13_CONFIG)
+    rc, output = on_a_python_without(["tomllib", "tomli"], module_run(tmp_path), tmp_path)
+    result = json.loads(output)
+    assert rc == 1 and result["failed"]
+    assert "has no tomllib (3.11 and later) and no tomli. Fix: install python3-tomli" in result["msg"]
+    assert (tmp_path / "config.toml").read_text() == DEBIAN_13_CONFIG
