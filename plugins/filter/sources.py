@@ -7,9 +7,9 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.bringup.plugins.module_utils.repositories import (
+    list_problems,
     mirror_url_problem,
     mirrored,
-    repository_problems,
 )
 
 
@@ -27,16 +27,10 @@ def _mirror_url_problem(mirror):
     return mirror_url_problem(mirror) or ""
 
 
-def _repository_problems(repos, kind):
-    if not isinstance(repos, list):
-        return [f"must be a list of repositories, got {type(repos).__name__}"]
-    return [f"[{index}] {problem}" for index, repo in enumerate(repos) for problem in repository_problems(repo, kind)]
-
-
 class FilterModule:
     def filters(self):
         return {
             "mirrored": _mirrored,
             "mirror_url_problem": _mirror_url_problem,
-            "repository_problems": _repository_problems,
+            "repository_problems": list_problems,
         }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.gpuops.bringup.plugins.module_utils.repositories import repository_problems
+from ansible_collections.gpuops.bringup.plugins.module_utils.repositories import list_problems
 
 # os-release ID -> the major releases the role supports.
 SUPPORTED = {"debian": ("12", "13"), "ubuntu": ("22", "24"), "rocky": ("8", "9"), "rhel": ("8", "9")}
@@ -60,9 +60,12 @@ def preflight(*, host, node, variables):
             f"{SUPPORTED_TEXT}. Fix: install a supported release, or remove the host from this play."
         )
     manager = release.get("package_manager")
-    repositories = variables.get("os_baseline_package_repositories") or []
-    found = [f"[{index}] {problem}" for index, repo in enumerate(repositories)
-             for problem in (repository_problems(repo, manager) if manager in ("apt", "dnf") else [])]  # fmt: skip
+    # A node of an unknown package manager has its OS refused above; its repositories are not judged against it.
+    found = (
+        list_problems(variables.get("os_baseline_package_repositories") or [], manager)
+        if manager in ("apt", "dnf")
+        else []
+    )
     if found:
         problems.append(
             "os_baseline_package_repositories"

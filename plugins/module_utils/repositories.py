@@ -158,6 +158,13 @@ def repository_problems(repo, kind):
     return problems
 
 
+def list_problems(repos, kind):
+    """The problems of a list of repository definitions, each prefixed with its entry's index ("[1] ...")."""
+    if not isinstance(repos, list):
+        return [f"must be a list of repositories, got {type(repos).__name__}"]
+    return [f"[{index}] {problem}" for index, repo in enumerate(repos) for problem in repository_problems(repo, kind)]
+
+
 def deb822(uris, suites, components, signed_by, architectures=(), description=""):
     """A deb822 .sources stanza. A flat repository (suite ending in /) has no components."""
     lines = [HEADER.rstrip("\n")]

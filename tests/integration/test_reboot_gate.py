@@ -1,18 +1,13 @@
 """The reboot contract's gate (roles/_common/tasks/reboot_gate.yml), through Ansible: each stage's preflight includes
 it with the reasons its changes need a reboot. A real run stops before any change unless <role>_reboot_ok; a dry run
-previews the whole plan and says where the real run would stop; an allowed reboot is announced."""
+previews the whole plan and says where the real run would stop; an allowed reboot is announced. One real run and one
+dry run, each case a host of its own (preflight_harness.CaseRun)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from preflight_harness import CaseRun, local_cases, unfold
 
-ROOT = Path(__file__).resolve().parents[2]
 PLAY = """
 - hosts: all
   gather_facts: false
@@ -29,65 +24,53 @@ PLAY = """
       ansible.builtin.debug:
         msg: the role goes on
 """
+REASONS = ["nouveau is loaded and holds the GPUs", "the running kernel 6.1.0-40 is not one DKMS builds for"]
 STOP = (
-    "n1 will need a reboot (nouveau is loaded and holds the GPUs; the running kernel 6.1.0-40 is not one DKMS "
+    "{host} will need a reboot (nouveau is loaded and holds the GPUs; the running kernel 6.1.0-40 is not one DKMS "
     "builds for) and nvidia_driver_reboot_ok is false, so nothing was changed. Fix: set nvidia_driver_reboot_ok: "
     "true to let the role install the driver and reboot the node (drain it first if it runs workloads)."
 )
-REASONS = ["nouveau is loaded and holds the GPUs", "the running kernel 6.1.0-40 is not one DKMS builds for"]
-
-
-def run(tmp_path, check, reasons, reboot_ok):
-    """(failed, messages) of host n1 through the gate."""
-    (tmp_path / "play.yml").write_text(PLAY)
-    extra = {"reasons": reasons, "nvidia_driver_reboot_ok": reboot_ok, "ansible_python_interpreter": sys.executable}
-    (tmp_path / "vars.json").write_text(json.dumps(extra))
-    argv = [
-        "ansible-playbook",
-        "-i",
-        "n1,",
-        "-c",
-        "local",
-        "-e",
-        f"@{tmp_path / 'vars.json'}",
-        str(tmp_path / "play.yml"),
-    ]
-    if check:
-        argv.append("--check")
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"}
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=120)
-    result = json.loads(proc.stdout)
-    messages = [task["hosts"]["n1"].get("msg", "") for play in result["plays"] for task in play["tasks"]
-                if "n1" in task["hosts"] and not task["hosts"]["n1"].get("skipped")]  # fmt: skip
-    return result["stats"]["n1"]["failures"] == 1, [" ".join(str(m).split()) for m in messages]
-
-
+ALLOWED = (
+    "{host} will need a reboot (nouveau is loaded and holds the GPUs; the running kernel 6.1.0-40 is not one DKMS "
+    "builds for), which nvidia_driver_reboot_ok allows: the role will install the driver and reboot the node."
+)
 # The words -e nvidia_driver_reboot_ok=false and =no give (strings) are not truthy.
-@pytest.mark.parametrize("reboot_ok", [False, "false", "no"])
-def test_a_real_run_stops_before_any_change(tmp_path, reboot_ok):
-    failed, messages = run(tmp_path, check=False, reasons=REASONS, reboot_ok=reboot_ok)
-    assert failed and STOP in messages and "the role goes on" not in messages
+REFUSED = {"refused": False, "refused_word_false": "false", "refused_word_no": "no"}
+CASES = {
+    **{case: {"reasons": REASONS, "nvidia_driver_reboot_ok": ok} for case, ok in REFUSED.items()},
+    "allowed": {"reasons": REASONS, "nvidia_driver_reboot_ok": "true"},
+    "no_reboot": {"reasons": [], "nvidia_driver_reboot_ok": False},
+}
 
 
-@pytest.mark.parametrize("reboot_ok", [False, "false", "no"])
-def test_a_dry_run_previews_and_says_where_the_real_run_would_stop(tmp_path, reboot_ok):
-    failed, messages = run(tmp_path, check=True, reasons=REASONS, reboot_ok=reboot_ok)
-    assert not failed
-    assert f"Check mode, so the preview goes on; a real run stops here: {STOP}" in messages
-    assert messages[-1] == "the role goes on"
+@pytest.fixture(scope="module", params=[False, True], ids=["real", "dry"])
+def gate(request, tmp_path_factory):
+    """(the run, whether it was a dry run)."""
+    tmp = tmp_path_factory.mktemp("gate")
+    (tmp / "play.yml").write_text(PLAY)
+    return CaseRun(tmp / "play.yml", "all", tmp, local_cases(CASES), check=request.param), request.param
 
 
-@pytest.mark.parametrize("check", [False, True])
-def test_an_allowed_reboot_is_announced_and_the_role_goes_on(tmp_path, check):
-    failed, messages = run(tmp_path, check=check, reasons=REASONS, reboot_ok="true")
-    assert not failed
-    assert ("n1 will need a reboot (nouveau is loaded and holds the GPUs; the running kernel 6.1.0-40 is not one DKMS "
-            "builds for), which nvidia_driver_reboot_ok allows: the role will install the driver and reboot the "
-            "node.") in messages  # fmt: skip
-    assert messages[-1] == "the role goes on"
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_refused_reboot_stops_a_real_run_and_is_previewed_in_a_dry_run(gate, case):
+    run, dry = gate
+    stop = unfold(STOP.replace("{host}", case))
+    if dry:
+        output = run.assert_passes_unchanged(case)
+        assert f"Check mode, so the preview goes on; a real run stops here: {stop}" in output
+        assert output.endswith("the role goes on")
+    else:
+        run.assert_fails_with(case, [STOP])
+        assert "the role goes on" not in run.text(case)
 
 
-@pytest.mark.parametrize("check", [False, True])
-def test_no_reboot_needed_says_nothing(tmp_path, check):
-    failed, messages = run(tmp_path, check=check, reasons=[], reboot_ok=False)
-    assert not failed and messages[-1] == "the role goes on" and not any("reboot" in m for m in messages)
+def test_an_allowed_reboot_is_announced_and_the_role_goes_on(gate):
+    run, _dry = gate
+    output = run.assert_passes_unchanged("allowed")
+    assert unfold(ALLOWED.replace("{host}", "allowed")) in output and output.endswith("the role goes on")
+
+
+def test_no_reboot_needed_says_nothing(gate):
+    run, _dry = gate
+    output = run.assert_passes_unchanged("no_reboot")
+    assert "reboot" not in output and output.endswith("the role goes on")
