@@ -28,6 +28,10 @@ EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # kubeadm joins a control plane of its own minor version or the next: kubeadm's skew policy is stricter than
 # kubelet's (which may be up to three minors older than the API server), and kubeadm ships with kubelet.
 MAX_MINORS_OLDER = 1
+# Kubernetes 1.35 is the last minor whose kubelet supports containerd 1.x (SIG Node's notice in the 1.35 release);
+# the role installs the distribution's containerd and writes its version 2 configuration, and every release the role
+# supports ships containerd 1.x (Debian 12: 1.6, Debian 13 and Ubuntu 22.04/24.04: 1.7).
+CONTAINERD_1_LAST_MINOR = (1, 35)
 
 
 def label_key_problem(key):
@@ -100,7 +104,14 @@ def input_problems(v):
         problems.append(
             f'k8s_node_kubernetes_version is "{version}", not an exact package version of the Kubernetes project\'s '
             "repository. Fix: the full Debian version, revision included, e.g. "
-            'k8s_node_kubernetes_version: "1.31.4-1.1"'
+            'k8s_node_kubernetes_version: "1.35.9-1.1"'
+        )
+    if minor and minor > CONTAINERD_1_LAST_MINOR:
+        problems.append(
+            f"k8s_node_kubernetes_version is {version} (v{minor[0]}.{minor[1]}), but Kubernetes after 1.35 needs "
+            "containerd 2.x, and this role installs the distribution's containerd, 1.x on every release it supports. "
+            'Fix: a 1.35 version or older, e.g. k8s_node_kubernetes_version: "1.35.9-1.1" with its repository '
+            "(k8s_node_repo_url and k8s_node_key_url of /core:/stable:/v1.35/deb)"
         )
     repo = REPO_MINOR.search(v["k8s_node_repo_url"] or "")
     if minor and repo and (int(repo.group(1)), int(repo.group(2))) != minor:

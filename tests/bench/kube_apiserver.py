@@ -46,7 +46,7 @@ VERBS = {"GET": "get", "POST": "create", "PATCH": "patch", "DELETE": "delete", "
 # Every change to a Node (create, patch, delete), with its time and body, for tests that check what was done when.
 CHANGES = os.path.join(STATE, "changes.jsonl")
 CA = "/etc/kubernetes/pki/ca.crt"
-VERSION = os.environ.get("KUBE_VERSION", "v1.31.4")
+VERSION = os.environ.get("KUBE_VERSION", "v1.35.9")
 ENDPOINT = os.environ.get("KUBE_ENDPOINT", "localhost:6443")
 LOCK = threading.Lock()
 

@@ -17,11 +17,11 @@ TOKEN = "abcdef.0123456789abcdef"
 CA_HASH = "sha256:" + "5538f945803316dcf8ce6fb652c7e1fe99ec131e97743147871fbc74d488c2a3"
 # A node given its token from the vault: the base of every case that is not about the token's source.
 VAULT = {"k8s_node_join_token": TOKEN, "k8s_node_ca_cert_hash": CA_HASH, "k8s_node_api_endpoint": "cp.example:6443",
-         "k8s_node_control_plane_version": "v1.31.4"}  # fmt: skip
+         "k8s_node_control_plane_version": "v1.35.9"}  # fmt: skip
 
 CASES = {
     "no_control_plane_and_no_token": (
-        {"k8s_node_control_plane_version": "v1.31.4"},
+        {"k8s_node_control_plane_version": "v1.35.9"},
         [
             "k8s_node_control_plane_host is empty and no k8s_node_join_token is given: nothing can create or supply "
             "the bootstrap token to join with. Fix: k8s_node_control_plane_host: <an inventory host of the control "
@@ -52,32 +52,32 @@ CASES = {
         ["k8s_node_join_token is given but k8s_node_ca_cert_hash is empty: a join must pin the cluster CA."],
     ),
     "kubelet_newer_than_the_control_plane": (
-        {**VAULT, "k8s_node_control_plane_version": "v1.30.8"},
+        {**VAULT, "k8s_node_control_plane_version": "v1.34.8"},
         [
-            "k8s_node_kubernetes_version is 1.31.4-1.1 (v1.31.4), newer than the control plane's v1.30.8 "
+            "k8s_node_kubernetes_version is 1.35.9-1.1 (v1.35.9), newer than the control plane's v1.34.8 "
             "(k8s_node_control_plane_version): a kubelet must not be newer than the API server. Fix: "
-            "k8s_node_kubernetes_version of v1.30 (and its repository), or upgrade the control plane first.",
+            "k8s_node_kubernetes_version of v1.34 (and its repository), or upgrade the control plane first.",
         ],
     ),
     "kubeadm_two_minors_older_than_the_control_plane": (
-        {**VAULT, "k8s_node_control_plane_version": "v1.33.2"},
+        {**VAULT, "k8s_node_control_plane_version": "v1.37.2"},
         [
-            "k8s_node_kubernetes_version is 1.31.4-1.1 (v1.31.4), 2 minor versions older than the control plane's "
-            "v1.33.2 (k8s_node_control_plane_version): kubeadm joins a control plane of its own minor version or "
-            "the next one only. Fix: k8s_node_kubernetes_version of v1.33 or v1.32 (and its repository).",
+            "k8s_node_kubernetes_version is 1.35.9-1.1 (v1.35.9), 2 minor versions older than the control plane's "
+            "v1.37.2 (k8s_node_control_plane_version): kubeadm joins a control plane of its own minor version or "
+            "the next one only. Fix: k8s_node_kubernetes_version of v1.37 or v1.36 (and its repository).",
         ],
     ),
     "version_and_repository_of_different_minors": (
-        {**VAULT, "k8s_node_kubernetes_version": "1.32.1-1.1"},
+        {**VAULT, "k8s_node_kubernetes_version": "1.34.1-1.1"},
         [
-            "k8s_node_repo_url is https://pkgs.k8s.io/core:/stable:/v1.31/deb, the repository of Kubernetes v1.31, "
-            "but k8s_node_kubernetes_version is 1.32.1-1.1 (v1.32): each repository carries one minor version. Fix: "
-            "k8s_node_repo_url and k8s_node_key_url with /core:/stable:/v1.32/deb",
+            "k8s_node_repo_url is https://pkgs.k8s.io/core:/stable:/v1.35/deb, the repository of Kubernetes v1.35, "
+            "but k8s_node_kubernetes_version is 1.34.1-1.1 (v1.34): each repository carries one minor version. Fix: "
+            "k8s_node_repo_url and k8s_node_key_url with /core:/stable:/v1.34/deb",
         ],
     ),
     "version_not_exact": (
-        {**VAULT, "k8s_node_kubernetes_version": "1.31"},
-        ['k8s_node_kubernetes_version is "1.31", not an exact package version'],
+        {**VAULT, "k8s_node_kubernetes_version": "1.35"},
+        ['k8s_node_kubernetes_version is "1.35", not an exact package version'],
     ),
     "label_key_with_invalid_characters": (
         {**VAULT, "k8s_node_labels": {"example.com/gpu pool": "training"}},
@@ -100,7 +100,7 @@ CASES = {
         ["each taint needs key and an effect of NoSchedule, PreferNoSchedule, NoExecute"],
     ),
     "control_plane_host_not_in_the_inventory": (
-        {"k8s_node_control_plane_host": "cp-01", "k8s_node_control_plane_version": "v1.31.4"},
+        {"k8s_node_control_plane_host": "cp-01", "k8s_node_control_plane_version": "v1.35.9"},
         ['k8s_node_control_plane_host is "cp-01", not an inventory host: the role runs kubeadm token create there.'],
     ),
     "kubeconfig_missing_on_the_controller": (

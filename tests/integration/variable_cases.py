@@ -65,7 +65,7 @@ BAD = {
     "cuda_toolkit_cuda_repo_key_sha256": [("abc", "not a SHA-256 hex digest")],
     "cuda_toolkit_cuda_repo_rpm_key_fingerprint": [("D42D0685", "not an OpenPGP fingerprint")],
     "cuda_toolkit_cuda_repo_rpm_key_sha256": [("a" * 64 + "\n", "not a SHA-256 hex digest")],
-    "k8s_node_repo_url": [("https://pkgs.k8s.io/core:/stable:/v1.31/deb" + NEWLINE, "no spaces, quotes, newlines")],
+    "k8s_node_repo_url": [("https://pkgs.k8s.io/core:/stable:/v1.35/deb" + NEWLINE, "no spaces, quotes, newlines")],
     "k8s_node_key_url": [("pkgs.k8s.io/Release.key", "http://, https:// or file:// URL")],
     "k8s_node_key_fingerprint": [("DE15B14486CD377B9E876E1A234654DA9A29643", "not an OpenPGP fingerprint")],
     "k8s_node_key_sha256": [("g" * 64, "not a SHA-256 hex digest")],

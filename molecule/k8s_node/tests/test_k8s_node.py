@@ -1,7 +1,7 @@
 """k8s_node on Debian 13 (control plane cp: the bench's stand-in; workers gpu: simulated 4x L40S, cpu: no GPU, found
 half-joined): the real state after converge.
 
-kubeadm, kubelet and kubectl are the bench's stand-ins (tests/standins/kubernetes-v1.31) from the mirror's copy of
+kubeadm, kubelet and kubectl are the bench's stand-ins (tests/standins/kubernetes-v1.35) from the mirror's copy of
 the Kubernetes repository, which also carries an older patch version than the pinned one; containerd is Debian's.
 The Node objects live in the stand-in API server on cp, read with Debian's real kubectl.
 """
@@ -14,8 +14,8 @@ import tomllib
 
 import pytest
 
-VERSION = "1.31.4-1.1"
-OLDER = "1.31.3-1.1"
+VERSION = "1.35.9-1.1"
+OLDER = "1.35.8-1.1"
 PACKAGES = ["kubeadm", "kubelet", "kubectl"]
 CRI = "io.containerd.grpc.v1.cri"
 KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
@@ -53,7 +53,7 @@ def test_kubeadm_kubelet_kubectl_are_at_the_pinned_version_and_held_though_anoth
 def test_the_repository_is_the_kubernetes_projects_path_on_the_mirror(host):
     only_on(host, *WORKERS)
     sources = host.file("/etc/apt/sources.list.d/kubernetes.sources").content_string
-    assert "URIs: http://gpuops-mirror:8080/pkgs.k8s.io/core:/stable:/v1.31/deb/" in sources
+    assert "URIs: http://gpuops-mirror:8080/pkgs.k8s.io/core:/stable:/v1.35/deb/" in sources
 
 
 def test_containerd_is_debians_running_and_answers(host):
@@ -68,7 +68,7 @@ def test_containerd_runs_systemd_cgroups_and_the_mirrors_sandbox_image_with_drop
     only_on(host, *WORKERS)
     dump = tomllib.loads(host.check_output("containerd config dump"))
     cri = dump["plugins"][CRI]
-    assert cri["sandbox_image"] == "registry.gpuops.test/pause:3.10"
+    assert cri["sandbox_image"] == "registry.gpuops.test/pause:3.10.1"
     assert cri["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is True
     config = host.file("/etc/containerd/config.toml").content_string
     assert 'imports = ["/etc/containerd/conf.d/*.toml"]' in config
@@ -167,7 +167,7 @@ def test_both_nodes_are_ready_at_the_pinned_kubelet(host):
     for worker in WORKERS:
         got = node(host, worker)
         assert {"type": "Ready", "status": "True"}.items() <= got["status"]["conditions"][0].items()
-        assert got["status"]["nodeInfo"]["kubeletVersion"] == "v1.31.4"
+        assert got["status"]["nodeInfo"]["kubeletVersion"] == "v1.35.9"
 
 
 def test_the_gpu_node_is_labelled_from_its_simulated_gpus_and_the_inventory_and_tainted(host):

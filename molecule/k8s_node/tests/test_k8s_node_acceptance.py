@@ -38,7 +38,7 @@ def test_the_joined_node_is_ready_labelled_and_without_a_device_plugin_its_gpus_
         pytest.skip("runs once, from the control plane's turn")
     checks = accept(stage_run, tmp_path)
     assert (checks["kubernetes.ready"]["status"], checks["kubernetes.ready"]["reason"]) == (
-        "PASS", "the Node is Ready (kubelet v1.31.4)")  # fmt: skip
+        "PASS", "the Node is Ready (kubelet v1.35.9)")  # fmt: skip
     assert checks["kubernetes.labels"]["status"] == "PASS"
     assert checks["kubernetes.labels"]["value"] == {
         "gpuops.io/hardware-profile": "pcie_l40s_4gpu",

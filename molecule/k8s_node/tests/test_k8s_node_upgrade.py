@@ -1,6 +1,6 @@
 """A joined node at another patch version is taken out of service, upgraded and put back: the gpu node is moved to
-1.31.3-1.1 by hand (as if it had joined at that version), then the role's install, join, configure and verify phases
-run with the pinned 1.31.4-1.1. The role cordons, drains and uncordons it through the stand-in API from the
+1.35.8-1.1 by hand (as if it had joined at that version), then the role's install, join, configure and verify phases
+run with the pinned 1.35.9-1.1. The role cordons, drains and uncordons it through the stand-in API from the
 controller (kubernetes.core.k8s_drain); Debian's real kubectl on cp reads the result.
 """
 
@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
-OLDER = "1.31.3-1.1"
+OLDER = "1.35.8-1.1"
 
 
 @pytest.fixture(scope="module")
@@ -59,5 +59,5 @@ def test_the_node_is_back_in_service_at_the_new_version(host, upgrade):
     cp = host.get_host("ansible://cp", ansible_inventory=host.backend.ansible_inventory)
     node = json.loads(cp.check_output(f"{KUBECTL} get node gpu -o json"))
     assert not node["spec"].get("unschedulable")
-    assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.31.4"
-    assert host.check_output("dpkg-query -W -f '${Version}' kubelet") == "1.31.4-1.1"
+    assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.35.9"
+    assert host.check_output("dpkg-query -W -f '${Version}' kubelet") == "1.35.9-1.1"

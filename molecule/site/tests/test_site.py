@@ -16,13 +16,15 @@ ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 # without an NVIDIA module in the container's kernel (WARN); the node left the NCCL stage (Debian 12 has no NCCL) and
 # ib_write_bw has no partner on a rack of one, so those are reported, not required (host_vars/node.yml); stage 2's
 # DCGM runs the profile's level-1 diagnostic (its stand-in replays the capture); a container's kernel is its host's,
-# so CUDA and the GPU container do not apply; no device plugin runs in the bench's cluster.
+# so CUDA and the GPU container do not apply; no device plugin runs in the bench's cluster; the inventory gives the
+# node no gpuops_system_serial.
 EXPECTED = {
     "gpu.count": "PASS", "gpu.model": "PASS", "gpu.pcie": "PASS", "gpu.ecc": "PASS", "gpu.memory": "PASS",
     "gpu.recovery": "PASS", "gpu.nvlink": "PASS", "gpu.fabric": "PASS", "gpu.clocks": "PASS", "gpu.xid": "PASS",
     "gpu.dcgm": "PASS", "driver.version": "PASS", "driver.persistence": "PASS", "driver.fabric_manager": "WARN",
     "fabric.ports": "PASS", "fabric.counters": "PASS", "fabric.bandwidth": "SKIPPED", "inventory.vbios": "PASS",
-    "inventory.hca_firmware": "PASS", "nccl.single_node": "SKIPPED", "nccl.pairs": "SKIPPED",
+    "inventory.hca_firmware": "PASS", "inventory.system_serial": "SKIPPED", "nccl.single_node": "SKIPPED",
+    "nccl.pairs": "SKIPPED",
     "cuda.runtime": "SKIPPED", "container.gpus": "SKIPPED", "kubernetes.ready": "PASS", "kubernetes.labels": "PASS",
     "kubernetes.gpus": "SKIPPED",
 }  # fmt: skip
@@ -41,7 +43,7 @@ def test_the_node_is_accepted_with_every_check_in_its_status() -> None:
     data = document()
     assert {c["id"]: c["status"] for c in data["checks"]} == EXPECTED
     assert (data["verdict"], data["accepted"]) == ("accepted", True)
-    assert data["summary"] == "[SIMULATED hgx_h100_8gpu] node (hgx_h100_8gpu): ACCEPTED (19 PASS, 1 WARN, 6 SKIPPED)"
+    assert data["summary"] == "[SIMULATED hgx_h100_8gpu] node (hgx_h100_8gpu): ACCEPTED (19 PASS, 1 WARN, 7 SKIPPED)"
 
 
 def test_acceptance_read_what_the_stages_left() -> None:
@@ -56,7 +58,7 @@ def test_acceptance_read_what_the_stages_left() -> None:
     # Stage 2's DCGM, pinned: the diagnostic acceptance ran through it.
     assert checks["gpu.dcgm"]["reason"] == "DCGM 3.1.0: 10 test(s) passed, 0 skipped"
     # Stage 4's join: the Node the stand-in kubelet registered, labelled from the GPUs.
-    assert checks["kubernetes.ready"]["reason"] == "the Node is Ready (kubelet v1.31.4)"
+    assert checks["kubernetes.ready"]["reason"] == "the Node is Ready (kubelet v1.35.9)"
     assert checks["kubernetes.labels"]["value"] == {
         "gpuops.io/hardware-profile": "hgx_h100_8gpu",
         "gpuops.io/gpu.count": "8",

@@ -60,6 +60,32 @@ def test_a_repository_of_another_minor_version_is_named(url, minor):
     )
 
 
+@pytest.mark.parametrize(
+    ("version", "refused"),
+    [("1.35.9-1.1", False), ("1.35.0-0", False), ("1.36.0-1.1", True), ("1.40.2-1.1", True), ("2.0.0-1.1", True)],
+)
+def test_a_minor_after_the_last_one_with_containerd_1_is_refused(version, refused):
+    """The distribution's containerd is 1.x: a kubelet that needs 2.x is refused before anything changes."""
+    major, minor = version.split(".")[:2]
+    problems = kn.input_problems(
+        {
+            **BASE,
+            "k8s_node_kubernetes_version": version,
+            "k8s_node_repo_url": f"https://pkgs.k8s.io/core:/stable:/v{major}.{minor}/deb",
+        }
+    )
+    assert problems == (
+        [
+            f"k8s_node_kubernetes_version is {version} (v{major}.{minor}), but Kubernetes after 1.35 needs containerd "
+            "2.x, and this role installs the distribution's containerd, 1.x on every release it supports. Fix: a 1.35 "
+            'version or older, e.g. k8s_node_kubernetes_version: "1.35.9-1.1" with its repository (k8s_node_repo_url '
+            "and k8s_node_key_url of /core:/stable:/v1.35/deb)"
+        ]
+        if refused
+        else []
+    )
+
+
 def test_the_repository_of_the_same_minor_version_is_no_problem_through_a_mirror():
     assert (
         kn.input_problems({**BASE, "k8s_node_repo_url": "http://m.example/pkgs.k8s.io/core:/stable:/v1.31/deb"}) == []

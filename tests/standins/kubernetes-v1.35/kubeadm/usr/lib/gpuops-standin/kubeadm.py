@@ -296,7 +296,7 @@ def main(argv):
         print(
             VERSION
             if option(argv, "-o") == "short"
-            else f'kubeadm version: &version.Info{{Major:"1", Minor:"31", GitVersion:"{VERSION}"}}'
+            else f'kubeadm version: &version.Info{{Major:"1", Minor:"{VERSION.split(".")[1]}", GitVersion:"{VERSION}"}}'
         )
     elif argv[:2] == ["token", "create"]:
         token_create(argv[2:])
