@@ -46,7 +46,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     _VALID_ARGS = frozenset(("step", "results_dir", "run_id", "evidence", "hardware", "required", "optional", "hosts",
-                             "started_at", "result_var", "site"))  # fmt: skip
+                             "started_at", "result_var", "site", "system_serial"))  # fmt: skip
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -63,6 +63,7 @@ class ActionModule(ActionBase):
                 "started_at": {"type": "str", "default": ""},
                 "result_var": {"type": "str", "default": "__acceptance_node"},
                 "site": {"type": "str", "default": ""},
+                "system_serial": {"type": "str", "default": ""},
             },
         )
         # Results are a record of the run, not managed state: writing them changes no node, and a re-run's new
@@ -100,7 +101,7 @@ class ActionModule(ActionBase):
         document = acceptance.node_results(
             node, hardware, read.get("evidence") or {}, required=args["required"], optional=args["optional"],
             rack=acceptance_results.rack_of(task_vars.get("group_names")), simulated=read.get("simulated") or False,
-            run_id=args["run_id"],
+            run_id=args["run_id"], system_serial=args["system_serial"],
         )  # fmt: skip
         document["finished_at"] = _now()
         if not self._task.check_mode:

@@ -10,8 +10,8 @@ from ansible_collections.gpuops.bringup.plugins.module_utils.acceptance import i
 from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import facts_of, mapping, plain
 
 
-def _acceptance_input_problems(hardware, required=None, optional=None):
-    return input_problems(plain(hardware), plain(required), plain(optional))
+def _acceptance_input_problems(hardware, required=None, optional=None, system_serial=None):
+    return input_problems(plain(hardware), plain(required), plain(optional), plain(system_serial))
 
 
 def _acceptance_nccl_gates(profiles):

@@ -18,7 +18,9 @@ description:
   - The manifest is checked whole before any host is added, every problem with its line and the fix - a hostname
     that is not a lower-case DNS name, a malformed address, an unknown profile, a rack unit out of range, the same
     host, address, serial, BMC or rack unit twice, a BMC on a node's own address - and a manifest with any problem
-    adds no host.
+    adds no host. A file over 64 MiB is refused from its size, before it is read.
+  - The acceptance stage's check C(inventory.system_serial) holds the node to C(gpuops_system_serial) - the serial
+    C(dmidecode) reads on it must be that one.
   - The configuration file's name ends in C(rack_manifest.yml) or C(rack_manifest.yaml). Variables for every node
     (C(ansible_user), the control plane) go in C(group_vars/) beside it; the control plane's hosts come from another
     inventory source (a second C(-i), or a file in the same inventory directory).
@@ -82,7 +84,6 @@ keyed_groups:
 import os
 
 from ansible.errors import AnsibleParserError
-from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import hardware_profiles
@@ -130,11 +131,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
         manifest, columns, delimiter, profiles = self._settings(path)
-        try:
-            with open(manifest, "rb") as handle:
-                data = handle.read()
-        except OSError as err:
-            raise AnsibleParserError(f"{path}: the manifest {manifest} cannot be read: {to_native(err)}") from err
+        data, problem = rack_manifest.read(manifest)
+        if problem:
+            raise AnsibleParserError(f"{path}: {problem}")
         nodes, problems = rack_manifest.load(data, manifest, profiles, columns, delimiter)
         if problems:
             raise AnsibleParserError(

@@ -57,6 +57,9 @@ VERDICTS = ("accepted", "rejected", "incomplete")
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Inventory host names become file names in the results directory.
 FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
+# A system serial as the rack manifest's serial column and gpuops_system_serial give it (plugin_utils rack_manifest
+# reads the manifest with it): as chassis labels print them, letters, digits and . _ / -, at most 64.
+SYSTEM_SERIAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,63}")
 # A version as drivers and firmware print them: 535.274.02, 28.39.1002, 96.00.74.00.01.
 _VERSION_PART = re.compile(r"[0-9]{1,9}|[A-Za-z]{1,9}")
 
@@ -367,28 +370,37 @@ DMI_PLACEHOLDERS = ("", "Not Specified", "Not Settable", "To Be Filled By O.E.M.
                     "0123456789", "123456789")  # fmt: skip
 
 
-def _dmi_state(evidence):
-    """System manufacturer, product, serial and BIOS version and date from dmidecode -t system -t bios."""
-    wanted = {
-        ("System Information", "Manufacturer"): "manufacturer",
-        ("System Information", "Product Name"): "product",
-        ("System Information", "Serial Number"): "serial",
-        ("System Information", "UUID"): "uuid",
-        ("BIOS Information", "Vendor"): "bios_vendor",
-        ("BIOS Information", "Version"): "bios_version",
-        ("BIOS Information", "Release Date"): "bios_date",
-    }
-    found = dict.fromkeys(wanted.values())
+_DMI_FIELDS = {
+    ("System Information", "Manufacturer"): "manufacturer",
+    ("System Information", "Product Name"): "product",
+    ("System Information", "Serial Number"): "serial",
+    ("System Information", "UUID"): "uuid",
+    ("BIOS Information", "Vendor"): "bios_vendor",
+    ("BIOS Information", "Version"): "bios_version",
+    ("BIOS Information", "Release Date"): "bios_date",
+}
+
+
+def _dmi_values(text):
+    """(name, value) of every field of _DMI_FIELDS in dmidecode's output, in order, each value as printed (without
+    surrounding blanks), placeholders too."""
     section = None
-    for line in (_text(_item(evidence, "dmidecode.txt")) or "").splitlines():
+    for line in text.splitlines():
         if line and not line[0].isspace():
             section = line.strip()
             continue
         key, sep, value = line.strip().partition(":")
-        name = wanted.get((section, key.strip()))
-        if sep and name and found[name] is None:
-            value = value.strip()
-            found[name] = None if value in DMI_PLACEHOLDERS else value
+        name = _DMI_FIELDS.get((section, key.strip()))
+        if sep and name:
+            yield name, value.strip()
+
+
+def _dmi_state(evidence):
+    """System manufacturer, product, serial and BIOS version and date from dmidecode -t system -t bios."""
+    found = dict.fromkeys(_DMI_FIELDS.values())
+    for name, value in _dmi_values(_text(_item(evidence, "dmidecode.txt")) or ""):
+        if found[name] is None and value not in DMI_PLACEHOLDERS:
+            found[name] = value
     return found
 
 
@@ -422,6 +434,7 @@ def read_state(evidence):
         "units": _units_state(evidence),
         "packages": _packages_state(evidence),
         "system": _dmi_state(evidence),
+        "dmidecode": _item(evidence, "dmidecode.txt"),
         "nccl": _json(_item(evidence, "nccl-tests-results.json")),
         "bandwidth": _json(_item(evidence, "ib-write-bw.json")),
         "rdma_fabric": _rdma_fabric_state(evidence),
@@ -1449,6 +1462,47 @@ def check_inventory_hca_firmware(state, hardware, gate_values):
     return _outcome("PASS", f"every adapter at or above {minimum}", versions, minimum, evidence=evidence)
 
 
+# Serials are compared as people read a label: without the blanks around them and without regard to case (a manifest
+# typed in lower case names the same machine), but only in ASCII: Unicode's case mapping would let a lookalike from
+# the firmware (the Kelvin sign, U+212A, lowers to k) equal a manifest's serial, which SYSTEM_SERIAL keeps ASCII.
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _serial_key(serial):
+    return serial.strip().translate(_ASCII_LOWER)
+
+
+def check_inventory_system_serial(state, hardware, gate_values):
+    expected = state["system_serial"]
+    if not expected:
+        # Where the manifest gives no serial there is nothing to hold the node to: not required, as a check that
+        # does not apply.
+        return {**_outcome("SKIPPED", "not applicable: gpuops_system_serial is not set for this node (the rack "
+                           "manifest's serial column sets it)"), "not_applicable": True}  # fmt: skip
+    evidence = ("dmidecode.txt",)
+    found = state["system"]["serial"]
+    listed = parsing.excerpt(expected)
+    if found is None:
+        item = state["dmidecode"]
+        why = f"cannot verify the rack manifest's serial {listed} (gpuops_system_serial)"
+        if item.get("rc") != 0 or not _text(item):
+            fault = "tool_missing" if item.get("missing") else "tool_failed"
+            return _outcome("ERROR", f"{why}: {_why_not(item, 'dmidecode -t system -t bios')}", None, expected,
+                            fault, evidence)  # fmt: skip
+        printed = next((value for name, value in _dmi_values(_text(item)) if name == "serial"), None)
+        said = "no System Information serial number" if printed is None else (
+            f"the serial number {parsing.excerpt(printed)}, a vendor's placeholder")  # fmt: skip
+        return _outcome("ERROR", f"{why}: dmidecode prints {said}", printed, expected, "system_serial_unreported",
+                        evidence)  # fmt: skip
+    if _serial_key(found) != _serial_key(expected):
+        return _outcome("FAIL", f"dmidecode reports the system serial {parsing.excerpt(found)}, the rack manifest "
+                        f"lists {listed} for this node (gpuops_system_serial): this is not the machine the manifest "
+                        "names for its slot", found, expected, "system_serial_mismatch", evidence)  # fmt: skip
+    return _outcome("PASS", f"dmidecode reports the system serial {parsing.excerpt(found)}, the rack manifest's "
+                    f"{listed} (gpuops_system_serial; compared without regard to case or surrounding blanks)", found,
+                    expected, evidence=evidence)  # fmt: skip
+
+
 def _kept(state, key):
     """The measurement the nccl_tests stage kept under key in results.json, or None when the file holds none (any
     other shape is read as none: the node wrote it)."""
@@ -1597,6 +1651,13 @@ CHECKS = {
     "fabric.bandwidth": ("ib_write_bw per port between node pairs", _ports, check_fabric_bandwidth, True),
     "inventory.vbios": ("GPU VBIOS versions", _gpus, check_inventory_vbios, True),
     "inventory.hca_firmware": ("RDMA adapter firmware", _ports, check_inventory_hca_firmware, True),
+    # Applies to every profile; a node without gpuops_system_serial ends SKIPPED and not required (its judge says).
+    "inventory.system_serial": (
+        "System serial matches the rack manifest",
+        lambda hardware: None,
+        check_inventory_system_serial,
+        True,
+    ),
     "nccl.single_node": ("NCCL all_reduce bus bandwidth, one node", _nccl, check_nccl_single_node, _has_nccl_gate),
     "nccl.pairs": ("NCCL all_reduce bus bandwidth, node pairs", _nccl_pairs, check_nccl_pairs, _has_pair_gate),
     "cuda.runtime": ("A CUDA kernel on every GPU", _gpus, check_cuda_runtime, True),
@@ -1611,10 +1672,15 @@ def _category(check_id):
     return check_id.split(".", 1)[0]
 
 
+def _listed(hardware, required):
+    """The check ids the operator (required) or else the profile (acceptance.required) lists, or None."""
+    return required or ((hardware.get("acceptance") or {}).get("required") if isinstance(hardware, dict) else None)
+
+
 def required_checks(hardware, required=None, optional=()):
     """The ids of the checks a node of this profile must pass: required (the operator's list) if given, else the
     profile's acceptance.required, else every check that applies and is required by default; minus optional."""
-    listed = required or ((hardware.get("acceptance") or {}).get("required") if isinstance(hardware, dict) else None)
+    listed = _listed(hardware, required)
     if listed:
         chosen = list(listed)
     else:
@@ -1768,16 +1834,21 @@ def _text_or_none(value):
     return value if isinstance(value, str) and value else None
 
 
-def node_results(node, hardware, evidence, required=None, optional=(), rack=None, simulated=False, run_id=None):
-    """One node's results document (without the evidence file list, which the writer adds)."""
-    state = {**read_state(evidence), "node": node}
+def node_results(
+    node, hardware, evidence, required=None, optional=(), rack=None, simulated=False, run_id=None, system_serial=None
+):
+    """One node's results document (without the evidence file list, which the writer adds); system_serial: the
+    node's gpuops_system_serial (None or "" where the inventory gives none)."""
+    state = {**read_state(evidence), "node": node, "system_serial": system_serial or None}
     gate_values, gate_sources = gates(hardware)
     must = set(required_checks(hardware, required, optional))
     checks = []
     for check_id in CHECKS:
         outcome = _judge(check_id, state, hardware, gate_values)
-        # A check that cannot apply to this node (its kernel is its container host's) is not required of it.
-        checks.append(_finish(check_id, outcome, check_id in must and not outcome.pop("not_applicable", False)))
+        # A check that cannot apply to this node (its kernel is its container host's) is not required of it. The
+        # marker is taken out of every outcome, required or not: it is no field of the document.
+        not_applicable = outcome.pop("not_applicable", False)
+        checks.append(_finish(check_id, outcome, check_id in must and not not_applicable))
     counts = {s: sum(1 for c in checks if c["status"] == s) for s in STATUSES}
     result = verdict(checks)
     return {
@@ -1881,21 +1952,48 @@ def hardware_problems(hardware, where="gpuops_hardware"):
     return problems
 
 
-def input_problems(hardware, required=None, optional=None):
+def system_serial_problem(serial):
+    """Why gpuops_system_serial is no system serial (a sentence naming the variable, the value and the fix), or None;
+    None and "" are unset (inventory.system_serial is then not applicable)."""
+    if serial is None or serial == "":
+        return None
+    if isinstance(serial, str) and SYSTEM_SERIAL.fullmatch(serial):
+        return None
+    unset = "or leave it unset to skip inventory.system_serial"
+    if not isinstance(serial, str):
+        # No type name: Ansible hands filters its own int and float subclasses.
+        return (f"gpuops_system_serial is {repr(serial)[:80]}, not text. Fix: quote it as the chassis label shows it "
+                f"(YAML reads an unquoted 0123 as the number 83), {unset}.")  # fmt: skip
+    return (f"gpuops_system_serial is {parsing.excerpt(serial, 80)}: not a system serial (letters, digits, '.', '_', "
+            "'/' or '-', starting with a letter or digit, at most 64). Fix: copy it as the chassis label shows it "
+            f"(the rack manifest's serial column sets it), {unset}.")  # fmt: skip
+
+
+def input_problems(hardware, required=None, optional=None, system_serial=None):
     """Problems with a node's acceptance inputs: its profile's acceptance keys, the role's acceptance_required and
-    acceptance_optional, and a required check that cannot be judged on this profile."""
+    acceptance_optional, its gpuops_system_serial, and a required check that cannot be judged on this node."""
     problems = hardware_problems(hardware)
     problems += _ids_problems("acceptance_required", [] if required is None else required)
     problems += _ids_problems("acceptance_optional", [] if optional is None else optional)
+    serial_problem = system_serial_problem(system_serial)
+    problems += [serial_problem] if serial_problem else []
     if problems or not isinstance(hardware, dict):
         return problems
     gate_values, _sources = gates(hardware)
-    for check_id in required_checks(hardware, required, optional):
+    chosen = required_checks(hardware, required, optional)
+    for check_id in chosen:
         why_not = CHECKS[check_id][1](hardware)
         if why_not is not None:
             problems.append(f"{check_id} is required but does not apply to profile {hardware.get('profile')} "
                             f"({why_not}): it would never pass. Fix: take it out of the required checks.")  # fmt: skip
-    chosen = required_checks(hardware, required, optional)
+    # By default a node without a serial has the serial check not applicable, not required; a list that names it
+    # asks for the comparison, which such a node could never give.
+    if not system_serial and _listed(hardware, required) and "inventory.system_serial" in chosen:
+        problems.append(
+            "inventory.system_serial is required, but gpuops_system_serial is not set for this node: it "
+            "would never be compared. Fix: give the node its serial (the rack manifest's serial column, "
+            "or gpuops_system_serial), or take inventory.system_serial out of the required checks."
+        )
     for check_id, key, what in (
         ("nccl.single_node", "nccl_all_reduce_busbw_gbps", "bus bandwidth gate"),
         ("nccl.pairs", "nccl_pair_busbw_gbps", "bus bandwidth gate for node pairs"),

@@ -159,6 +159,13 @@ SOURCES = {
         "infiniband-diags/man/ibqueryerrors.8.in.rst at commit c2462bc3a6193587af1304ed73209e2192f1a9eb: 'The default "
         "threshold is zero (0)': any non-zero error counter is reported."
     ),
+    "dmidecode_manual": (
+        "dmidecode(8), https://man.archlinux.org/man/dmidecode.8.en: the DMI (SMBIOS) table holds 'serial numbers and "
+        "BIOS revision', read 'without having to probe for the actual hardware', which 'also makes the presented "
+        "information possibly unreliable'; dmidecode -s system-serial-number prints the system's serial alone. Boards "
+        "leave vendor templates there (tests/fixtures/dmidecode: an ASUS board's serial reads 'System Serial "
+        "Number'): the chassis label is what the rack manifest's serial is copied from."
+    ),
 }
 
 
@@ -511,6 +518,24 @@ FAULTS = {
         "Update the adapter's firmware (mlxfwmanager or the vendor's bundle) to at least the site's minimum.",
         "nvidia_ib_operations",
         "RDMA adapter firmware below the minimum",
+    ),
+    # Identity
+    "system_serial_mismatch": _fault(
+        "high",
+        "The machine answering as this node is not the one the rack manifest lists for its rack and U: read the "
+        "serial on the chassis label in that slot and find it in the manifest. If the manifest is wrong (a typo, two "
+        "rows swapped), correct its serial column; if the machine is in the wrong slot or its chassis was swapped, "
+        "re-rack it so the manifest's machine answers at this address. Then rerun the acceptance stage on this node.",
+        "dmidecode_manual",
+        "system serial differs from the rack manifest",
+    ),
+    "system_serial_unreported": _fault(
+        "low",
+        "The firmware reports no system serial to compare: have the vendor's tool (or the BMC) write the chassis "
+        "label's serial into the system's SMBIOS record and rerun the acceptance stage, or check the label against "
+        "the manifest by hand and put inventory.system_serial in acceptance_optional for this node.",
+        "dmidecode_manual",
+        "system serial not reported",
     ),
     # NCCL
     "nccl_below_gate": _fault(

@@ -65,6 +65,12 @@ options:
     type: list
     elements: str
     default: []
+  system_serial:
+    description:
+      - C(step=node) - the system serial the node must report (its C(gpuops_system_serial), from the rack manifest),
+        compared with dmidecode's by the check C(inventory.system_serial); empty leaves that check not applicable.
+    type: str
+    default: ""
   hosts:
     description: C(check) - every host whose results will be written; C(run) - every host of the run.
     type: list

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import csv
 import ipaddress
+import os
 import re
 
 import yaml
+
+from ansible_collections.gpuops.bringup.plugins.module_utils.acceptance import SYSTEM_SERIAL
 
 # The manifest's fields: (name, required, what it becomes).
 FIELDS = (
@@ -36,9 +39,11 @@ MAX_UNIT = 60
 # thousands of servers per manifest at most.
 MAX_ROWS = 100_000
 MAX_VALUE = 253
+# The file's size, checked before it is read: MAX_ROWS rows of about 670 bytes each, several times a real row of these
+# seven fields with a spreadsheet's extra columns; a larger file would be read whole into memory only to be refused.
+MAX_BYTES = 64 * 1024 * 1024
 _LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\Z")
 _ANY_CASE_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
-_SERIAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,63}\Z")
 
 
 def _shown(value):
@@ -178,7 +183,7 @@ def _check_row(where, row, profiles, rejected):
             f"{where}: profile {_shown(profile)} is not a hardware profile{hint}; use one of {known}, or define the "
             "site's own in gpuops_hardware_profiles and name it in the plugin's profiles option"
         )
-    if serial is not None and not _SERIAL.match(serial):
+    if serial is not None and not SYSTEM_SERIAL.fullmatch(serial):
         problems.append(
             f"{where}: serial {_shown(serial)} is not a serial number (letters, digits, '.', '_', '/', '-'; at most "
             "64); copy it as the system's label shows it"
@@ -256,6 +261,23 @@ def check(rows, profiles):
     for node in nodes:
         node["u"] = int(node["u"]) if node["u"] else None
     return nodes, []
+
+
+def read(path):
+    """(the manifest file's bytes, None), or (None, why it cannot be read): its size is checked before it is read, and
+    the read stops past the bound too (a pipe or a device reports no size, a file may grow in between)."""
+    fix = f"split it into one manifest per hall, each at most {MAX_BYTES} bytes"
+    try:
+        size = os.stat(path).st_size
+        if size > MAX_BYTES:
+            return None, f"the manifest {path} is {size} bytes, more than {MAX_BYTES}; {fix}"
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as err:
+        return None, f"the manifest {path} cannot be read: {err}"
+    if len(data) > MAX_BYTES:
+        return None, f"the manifest {path} holds more than {MAX_BYTES} bytes; {fix}"
+    return data, None
 
 
 def load(data, name, profiles, columns=None, delimiter=","):

@@ -4,7 +4,7 @@
 
 Builds a results directory of --nodes nodes in a temporary directory (kept out of git) from the golden node documents
 of real captures (tests/unit/plugins/module_utils/golden/acceptance: each node one of them in turn, every verdict
-and failure type among them, 26 checks each), with each node's kept all_reduce_perf run and nvidia-smi -q -x (the
+and failure type among them, 27 checks each), with each node's kept all_reduce_perf run and nvidia-smi -q -x (the
 8x H100 captures), as the acceptance stage writes them, 40 nodes to a rack. Then, best of --runs:
 
 - the four reports written from the directory (acceptance_report.write_reports), goal <= 10 s;

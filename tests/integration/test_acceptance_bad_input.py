@@ -1,6 +1,7 @@
 """The acceptance stage's bad input fails in preflight, before any node is read or any result written: a profile
-naming an unknown check, a gate of the wrong type, a required check that cannot apply, a results directory that cannot
-take the results (not writable, a file on its path, inside an installed collection), each with its message.
+naming an unknown check, a gate of the wrong type, a required check that cannot apply, a system serial that is none,
+a results directory that cannot take the results (not writable, a file on its path, inside an installed collection),
+each with its message.
 
 The variable cases run as one ansible-playbook --check on the machine running the tests (each case a host); the
 results directory is checked once per run, so each of its cases is a run of its own.
@@ -71,6 +72,22 @@ CASES = {
         "nccl.single_node is required, but profile hgx_h100_8gpu has no bus bandwidth gate (no published one for its "
         "GPU model and count). Fix: set gpuops_hardware.gates.nccl_all_reduce_busbw_gbps, or add nccl.single_node to "
         "acceptance_optional.",
+    ),
+    # The node's serial from the rack manifest (or set by hand): its grammar, its type, and a list asking for it.
+    "system_serial_with_a_space": (
+        {**profile(), "gpuops_system_serial": "SN 0001"},
+        "gpuops_system_serial is 'SN 0001': not a system serial (letters, digits, '.', '_', '/' or '-', starting with "
+        "a letter or digit, at most 64). Fix: copy it as the chassis label shows it (the rack manifest's serial column "
+        "sets it), or leave it unset to skip inventory.system_serial.",
+    ),
+    "system_serial_unquoted": (
+        {**profile(), "gpuops_system_serial": 83},
+        "gpuops_system_serial is 83, not text. Fix: quote it as the chassis label shows it",
+    ),
+    "system_serial_required_without_one": (
+        {**profile(), "acceptance_required": ["gpu.count", "inventory.system_serial"]},
+        "inventory.system_serial is required, but gpuops_system_serial is not set for this node: it would never be "
+        "compared.",
     ),
 }
 

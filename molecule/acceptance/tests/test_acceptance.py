@@ -20,12 +20,13 @@ CHECKS = (
     "gpu.count", "gpu.model", "gpu.pcie", "gpu.ecc", "gpu.memory", "gpu.recovery", "gpu.nvlink", "gpu.fabric",
     "gpu.clocks", "gpu.xid", "gpu.dcgm", "driver.version", "driver.persistence", "driver.fabric_manager",
     "fabric.ports", "fabric.counters", "fabric.bandwidth", "inventory.vbios", "inventory.hca_firmware",
-    "nccl.single_node", "nccl.pairs", "cuda.runtime", "container.gpus", "kubernetes.ready", "kubernetes.labels",
-    "kubernetes.gpus",
+    "inventory.system_serial", "nccl.single_node", "nccl.pairs", "cuda.runtime", "container.gpus", "kubernetes.ready",
+    "kubernetes.labels", "kubernetes.gpus",
 )  # fmt: skip
 # A container's kernel is its host's: the CUDA check and the GPU container do not apply to a simulated node; the nodes
-# join no cluster here (gpuops_kubernetes_join: false).
-NOT_APPLICABLE = ("cuda.runtime", "container.gpus", "kubernetes.ready", "kubernetes.labels", "kubernetes.gpus")
+# join no cluster here (gpuops_kubernetes_join: false), and the inventory gives them no gpuops_system_serial.
+NOT_APPLICABLE = ("cuda.runtime", "container.gpus", "kubernetes.ready", "kubernetes.labels", "kubernetes.gpus",
+                  "inventory.system_serial")  # fmt: skip
 # A healthy simulated H100 node: fabric manager installed and enabled cannot start without an NVIDIA module in the
 # container's kernel (WARN); no NCCL measurement (only group nccl_measured has one: prepare), no pairs (SKIPPED, not
 # required by converge.yml); DCGM's level-1 diagnostic passes.

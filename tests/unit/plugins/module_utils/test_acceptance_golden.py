@@ -55,6 +55,7 @@ CUDA_FAILED = CUDA_OK.replace(
     "device 5 0000:ab:00 NVIDIA H100 80GB HBM3 kernel ok",
     "device 5 0000:ab:00 failed: an illegal memory access was encountered, last value 0",
 ).replace("driver 12070 kernel ok", "driver 12070 failed 1")
+DELL_DMIDECODE = run(fixture("dmidecode/dell-xe9680-system.txt"))
 NCCL_DIED = {"largest_busbw_gbps": None, "errors": ["ArchLinux: Test NCCL failure all_reduce.cu:44 'unhandled cuda "
              "error / '"], "results": [], "rc": 1, "measured_at": "2026-12-05T10:00:00Z"}  # fmt: skip
 
@@ -396,6 +397,24 @@ CASES = {
         None,
         ("nccl.single_node",),
     ),
+    # The rack manifest's serial (SYSTEM_SERIALS) against dmidecode's: the Dell capture's HSR8X04, the ASUS
+    # capture's placeholder, no dmidecode.
+    "h100-system-serial-matches": (H100, {"replace": {"dmidecode.txt": DELL_DMIDECODE}}, None, ()),
+    "h100-system-serial-differs": (H100, {"replace": {"dmidecode.txt": DELL_DMIDECODE}}, None, ()),
+    "h100-system-serial-placeholder": (
+        H100,
+        {"replace": {"dmidecode.txt": run(fixture("dmidecode/asus-placeholders.txt"))}},
+        None,
+        (),
+    ),
+    "h100-system-serial-no-dmidecode": (H100, {}, None, ()),
+}
+# Case -> the node's gpuops_system_serial, where it has one.
+SYSTEM_SERIALS = {
+    "h100-system-serial-matches": "hsr8x04",
+    "h100-system-serial-differs": "HSR8X05",
+    "h100-system-serial-placeholder": "SN0001",
+    "h100-system-serial-no-dmidecode": "SN0001",
 }
 
 
@@ -409,6 +428,7 @@ def document(case):
         optional=optional,
         rack="r1",
         run_id="20261205T000000Z",
+        system_serial=SYSTEM_SERIALS.get(case),
     )
 
 

@@ -232,6 +232,39 @@ def test_the_row_bound(monkeypatch):
     ]
 
 
+def test_a_manifest_larger_than_the_byte_bound_is_refused_before_it_is_read(tmp_path):
+    """A sparse file one byte over the bound: its size is refused from os.stat, nothing of it is read."""
+    manifest = tmp_path / "racks.csv"
+    with open(manifest, "wb") as handle:
+        handle.truncate(rack_manifest.MAX_BYTES + 1)
+    assert rack_manifest.MAX_BYTES == 64 * 1024 * 1024
+    assert rack_manifest.read(str(manifest)) == (None, (
+        f"the manifest {manifest} is 67108865 bytes, more than 67108864; split it into one manifest per hall, each at "
+        "most 67108864 bytes"))  # fmt: skip
+
+
+def test_the_byte_bound_and_a_file_that_reports_no_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(rack_manifest, "MAX_BYTES", len(f"{HEADER}\n{GOOD}\n"))
+    manifest = tmp_path / "racks.csv"
+    manifest.write_text(f"{HEADER}\n{GOOD}\n")
+    assert rack_manifest.read(str(manifest)) == (manifest.read_bytes(), None)
+    manifest.write_text(f"{HEADER}\n{GOOD}\n\n")
+    assert rack_manifest.read(str(manifest))[1] == (
+        f"the manifest {manifest} is {rack_manifest.MAX_BYTES + 1} bytes, more than {rack_manifest.MAX_BYTES}; split "
+        f"it into one manifest per hall, each at most {rack_manifest.MAX_BYTES} bytes"
+    )
+    # A device or pipe reports size 0: the read itself stops past the bound.
+    assert rack_manifest.read("/dev/zero")[1] == (
+        f"the manifest /dev/zero holds more than {rack_manifest.MAX_BYTES} bytes; split it into one manifest per "
+        f"hall, each at most {rack_manifest.MAX_BYTES} bytes"
+    )
+
+
+def test_a_manifest_that_is_not_there(tmp_path):
+    data, problem = rack_manifest.read(str(tmp_path / "racks.csv"))
+    assert data is None and problem.startswith(f"the manifest {tmp_path / 'racks.csv'} cannot be read: [Errno 2]")
+
+
 def test_a_long_hostile_value_is_cut_in_its_message():
     problems = problems_of(f"n1,10.0.0.1,A01,,{'<script>' * 30},,")
     assert len(problems) == 1 and len(problems[0]) < 400 and "<scr... is not a hardware profile" in problems[0]
