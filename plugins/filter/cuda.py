@@ -8,9 +8,14 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit
 from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
 
 
-def cuda_toolkit_input_problems(source, versions, default, driver_branch):
-    """Problems with cuda_toolkit's variables (and nvidia_driver_branch), each with the fix; [] when none."""
-    return cuda_toolkit.input_problems(plain(source), plain(versions), plain(default), plain(driver_branch))
+def cuda_toolkit_preflight(node, host, variables, supported):
+    """{problems}: cuda_toolkit's variables (and nvidia_driver_branch) and the node's OS release, all at once."""
+    return cuda_toolkit.preflight(
+        host=str(host),
+        node=plain(mapping(node, "os_facts' gpuops_os", "cuda_toolkit_preflight")),
+        variables=plain(mapping(variables, "the role's variables", "cuda_toolkit_preflight")),
+        supported=plain(mapping(supported, "the supported releases", "cuda_toolkit_preflight")),
+    )
 
 
 def cuda_toolkit_plan(packages, versions, default, table, host):
@@ -62,7 +67,7 @@ def cuda_toolkit_verify_problems(plan, packages, facts, profile, compiled, link)
 class FilterModule:
     def filters(self):
         return {
-            "cuda_toolkit_input_problems": cuda_toolkit_input_problems,
+            "cuda_toolkit_preflight": cuda_toolkit_preflight,
             "cuda_toolkit_plan": cuda_toolkit_plan,
             "cuda_toolkit_repository_plan": cuda_toolkit_repository_plan,
             "cuda_toolkit_driver_problem": cuda_toolkit_driver_problem,

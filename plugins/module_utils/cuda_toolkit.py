@@ -361,6 +361,46 @@ def parse_check_output(text):
     return result
 
 
+# Per source: what the role serves (the supported table, os-release ID -> majors, is the role's vars) and the fix for
+# a node it does not.
+_SOURCE_RELEASES = {
+    "distribution": (
+        "cuda_toolkit_source is distribution (the OS's own packages), which this collection supports on Debian 12 and "
+        "13 (their non-free nvidia-cuda-toolkit)",
+        "a supported release, or cuda_toolkit_source: cuda_repo (NVIDIA's CUDA repository).",
+    ),
+    "cuda_repo": (
+        "cuda_toolkit_source is cuda_repo (NVIDIA's CUDA repository), which this collection knows for Debian 12, "
+        "Ubuntu 22.04 and 24.04, Rocky Linux and RHEL 8 and 9 (NVIDIA's debian12, ubuntu2204, ubuntu2404, rhel8 and "
+        "rhel9 repositories)",
+        "one of those releases, or cuda_toolkit_source: distribution where the OS carries a toolkit (Debian 12, 13).",
+    ),
+}
+
+
+def preflight(*, host, node, variables, supported):
+    """{problems} of one node before anything is read from its package sources: the role's variables (input_problems)
+    and the node's OS release (os_facts' gpuops_os) against what the source serves (supported: source -> os-release ID
+    -> majors), all at once."""
+    source = variables.get("cuda_toolkit_source")
+    problems = input_problems(
+        source,
+        variables.get("cuda_toolkit_versions"),
+        variables.get("cuda_toolkit_default"),
+        variables.get("nvidia_driver_branch") or "",
+    )
+    release = (node or {}).get("os") or {}
+    if source in _SOURCE_RELEASES and release.get("major") not in (supported.get(source) or {}).get(
+        release.get("id"), ()
+    ):
+        why, fix = _SOURCE_RELEASES[source]
+        problems.append(
+            f"{why}; {host} runs {release.get('name') or 'an unknown OS'} (ID={release.get('id')}, "
+            f"VERSION_ID={release.get('version_id')}). Fix: {fix}"
+        )
+    return {"problems": problems}
+
+
 def input_problems(source, versions, default, driver_branch):
     """Problems with the role's variables alone, each naming the variable, the value and the fix."""
     problems = []

@@ -211,6 +211,18 @@ NODE_CASES = {
             "Fix: one of those releases, or cuda_toolkit_source: distribution",
         ],
     ),
+    # The variables' problems and the node's OS release in one failure, so one round of fixes clears the node.
+    "every_problem_at_once": (
+        "pop",
+        dict(CUDA_REPO, cuda_toolkit_versions=["12.2", "12.2.2"], cuda_toolkit_default="12.8"),
+        [
+            "cuda_toolkit_versions names CUDA 12.2 more than once (12.2, 12.2.2): one CUDA root per minor version.",
+            ' | cuda_toolkit_default is "12.8", which is not among cuda_toolkit_versions (12.2, 12.2.2)',
+            " | cuda_toolkit_source is cuda_repo (NVIDIA's CUDA repository), which this collection knows for Debian "
+            "12,",
+            "{host} runs Pop!_OS 22.04 LTS (ID=pop, VERSION_ID=22.04).",
+        ],
+    ),
 }
 
 

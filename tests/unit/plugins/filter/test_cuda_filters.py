@@ -23,16 +23,26 @@ PACKAGES = {"nvidia-cuda-toolkit": {"installed": None, "available": ["12.4.131~1
 def test_the_filters_are_registered():
     assert sorted(cuda.FilterModule().filters()) == [
         "cuda_toolkit_driver_problem",
-        "cuda_toolkit_input_problems",
         "cuda_toolkit_plan",
+        "cuda_toolkit_preflight",
         "cuda_toolkit_repository_plan",
         "cuda_toolkit_verify_problems",
     ]
 
 
 def test_input_problems_and_plan():
-    assert cuda.cuda_toolkit_input_problems("distribution", ["12.4"], "", "550") == []
-    assert len(cuda.cuda_toolkit_input_problems("distribution", ["12.4"], "", "535")) == 1
+    node = {"os": {"id": "debian", "major": "13"}}
+    variables = {"cuda_toolkit_source": "distribution", "cuda_toolkit_versions": ["12.4"], "cuda_toolkit_default": ""}
+    supported = {"distribution": {"debian": ["13"]}}
+    assert cuda.cuda_toolkit_preflight(node, "n1", {**variables, "nvidia_driver_branch": "550"}, supported) == {
+        "problems": []
+    }
+    assert (
+        len(
+            cuda.cuda_toolkit_preflight(node, "n1", {**variables, "nvidia_driver_branch": "535"}, supported)["problems"]
+        )
+        == 1
+    )
     plan = cuda.cuda_toolkit_plan(PACKAGES, ["12.4"], "", LAYOUT, "n1")
     assert plan["default"] == "/usr/local/lib/gpuops/cuda-12.4"
     facts = {"driver": {"version": "550.163.01", "provider": {"name": "libcuda1", "version": "550.163.01-2"},

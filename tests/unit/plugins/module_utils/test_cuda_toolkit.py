@@ -210,6 +210,62 @@ def test_input_problems(args, expected):
         assert text in problem
 
 
+SUPPORTED = {"distribution": {"debian": ["12", "13"]}, "cuda_repo": {"debian": ["12"], "ubuntu": ["22", "24"]}}
+DEBIAN_13 = {"os": {"id": "debian", "major": "13", "name": "Debian GNU/Linux", "version_id": "13"}}
+CLEAN = {"cuda_toolkit_source": "distribution", "cuda_toolkit_versions": ["12.4"], "cuda_toolkit_default": "",
+         "nvidia_driver_branch": ""}  # fmt: skip
+
+
+def test_preflight_of_a_clean_node_finds_nothing():
+    assert cuda_toolkit.preflight(host="n1", node=DEBIAN_13, variables=CLEAN, supported=SUPPORTED) == {"problems": []}
+
+
+@pytest.mark.parametrize(
+    ("source", "release", "refused"),
+    [
+        ("distribution", {"id": "debian", "major": "13"}, False),
+        ("distribution", {"id": "debian", "major": "11"}, True),
+        ("cuda_repo", {"id": "debian", "major": "13"}, True),
+        ("cuda_repo", {"id": "ubuntu", "major": "24"}, False),
+        # An os-release ID that names a dict method is no release of any source.
+        ("cuda_repo", {"id": "items", "major": "1"}, True),
+        ("distribution", {}, True),
+    ],
+)
+def test_preflight_holds_the_os_release_to_the_source(source, release, refused):
+    variables = {**CLEAN, "cuda_toolkit_source": source}
+    problems = cuda_toolkit.preflight(host="n1", node={"os": release}, variables=variables, supported=SUPPORTED)
+    assert len(problems["problems"]) == int(refused), problems
+    if refused:
+        assert f"cuda_toolkit_source is {source} (" in problems["problems"][0]
+        # The test's releases have no name: the message says so.
+        assert f"n1 runs an unknown OS (ID={release.get('id')}," in problems["problems"][0]
+
+
+def test_preflight_reports_the_variables_and_the_os_release_at_once():
+    variables = {**CLEAN, "cuda_toolkit_versions": ["12"], "cuda_toolkit_default": "12.8"}
+    node = {"os": {"id": "ubuntu", "major": "24", "name": "Ubuntu 24.04.2 LTS", "version_id": "24.04"}}
+    problems = cuda_toolkit.preflight(host="n1", node=node, variables=variables, supported=SUPPORTED)["problems"]
+    assert problems == [
+        'cuda_toolkit_versions names "12", not a CUDA version. Fix: major.minor ("12.4", the newest release of 12.4 '
+        'the source carries) or major.minor.update ("12.4.1", CUDA 12.4 Update 1).',
+        'cuda_toolkit_default is "12.8", which is not among cuda_toolkit_versions (12): /usr/local/cuda can only '
+        'point at an installed toolkit. Fix: cuda_toolkit_default: "12" (one of them), or "" for the newest.',
+        "cuda_toolkit_source is distribution (the OS's own packages), which this collection supports on Debian 12 and "
+        "13 (their non-free nvidia-cuda-toolkit); n1 runs Ubuntu 24.04.2 LTS (ID=ubuntu, VERSION_ID=24.04). Fix: a "
+        "supported release, or cuda_toolkit_source: cuda_repo (NVIDIA's CUDA repository).",
+    ]
+
+
+def test_preflight_of_an_unknown_source_names_the_source_only():
+    variables = {**CLEAN, "cuda_toolkit_source": "runfile"}
+    problems = cuda_toolkit.preflight(host="n1", node=DEBIAN_13, variables=variables, supported=SUPPORTED)["problems"]
+    assert problems == [
+        "cuda_toolkit_source is 'runfile', which this collection does not know. Fix: cuda_toolkit_source: "
+        "distribution (the OS's own packages) or cuda_repo (NVIDIA's CUDA repository)."
+    ]
+
+
 @pytest.mark.parametrize(("branch", "newest"), [("535", "12.2"), ("550", "12.4"), ("570", "12.8"), ("450", "11.0")])
 def test_newest_cuda_a_branch_runs(branch, newest):
     assert cuda_toolkit.newest_cuda_for_branch(branch) == newest
