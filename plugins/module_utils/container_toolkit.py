@@ -24,6 +24,8 @@ except ImportError:  # Python < 3.11 (Ubuntu 22.04's 3.10): tomli is tomllib's o
         tomllib = None
 
 CRI_PLUGIN = "io.containerd.grpc.v1.cri"
+# containerd 2.x's version 3 configuration holds the runtimes in a plugin of their own.
+CRI_RUNTIME_PLUGIN = "io.containerd.cri.v1.runtime"
 RUNC_V2 = "io.containerd.runc.v2"
 RUNTIME_NAME = "nvidia"
 HEADER = "# Managed by gpuops.bringup (nvidia_container_toolkit): edit the inventory, not this file.\n"
@@ -132,13 +134,58 @@ def containerd_effective_cri(main, imported):
     return copy.deepcopy(section or {})
 
 
-def containerd_dropin(main, imported, runtime_path, make_default):
-    """The drop-in's text: the owner's CRI section as containerd would use it, plus the nvidia runtime.
+def _nvidia_runtime(runtimes, runtime_path):
+    """The nvidia runtime: a copy of runc's settings (SystemdCgroup must match the cgroup driver kubelet uses) with
+    nvidia-container-runtime as runc's binary."""
+    base = runtimes.get("runc") if (runtimes.get("runc") or {}).get("runtime_type", RUNC_V2) == RUNC_V2 else None
+    nvidia = copy.deepcopy(base or {})
+    nvidia["runtime_type"] = RUNC_V2
+    nvidia["options"] = {**(nvidia.get("options") or {}), "BinaryName": runtime_path}
+    return nvidia
 
-    The drop-in replaces the CRI section (see containerd_effective_cri), so it carries every setting the owner's
-    files make there; settings nobody makes stay containerd's defaults. The nvidia runtime copies runc's settings
-    (SystemdCgroup must match the cgroup driver kubelet uses) with nvidia-container-runtime as runc's binary.
+
+def _merged(base, over):
+    merged = dict(base)
+    for key, value in over.items():
+        mergeable = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _merged(merged[key], value) if mergeable else copy.deepcopy(value)
+    return merged
+
+
+def containerd_effective_runtime_plugin(main, imported):
+    """The CRI runtime plugin's section containerd 2.x ends up with from a version 3 main file and its imports.
+
+    containerd 2.x merges imported files key by key, in import order, and ignores an imported file of another version
+    than the main one's (both checked with Debian's containerd 2.1.9: tests/fixtures/containerd/containerd-2.1.9).
+    imported is [(path, parsed)] in containerd's import order.
     """
+    section = {}
+    for data in [main] + [data for _path, data in imported if data.get("version", 1) == main.get("version", 1)]:
+        section = _merged(section, (data.get("plugins") or {}).get(CRI_RUNTIME_PLUGIN) or {})
+    return section
+
+
+def containerd_dropin(main, imported, runtime_path, make_default):
+    """The drop-in's text, in the main file's configuration version.
+
+    Version 2 (containerd 1.5 to 1.7; 2.x migrates it): the drop-in replaces the CRI section (see
+    containerd_effective_cri), so it carries every setting the owner's files make there, plus the nvidia runtime;
+    settings nobody makes stay containerd's defaults. Version 3 (containerd 2.x), merged key by key: the nvidia runtime
+    alone. A drop-in of the other version would be ignored, or would make containerd 2.x ignore the main file's
+    settings (both seen with 2.1.9).
+    """
+    if main.get("version") == 3:
+        runtimes = ((containerd_effective_runtime_plugin(main, imported).get("containerd") or {}).get("runtimes")) or {}
+        ctrd = {"runtimes": {RUNTIME_NAME: _nvidia_runtime(runtimes, runtime_path)}}
+        if make_default:
+            ctrd["default_runtime_name"] = RUNTIME_NAME
+        return (
+            HEADER + "# containerd 2.x merges this file key by key into the files that import it, so it holds the\n"
+            "# nvidia runtime alone: runc's settings as they were when it was written, with\n"
+            "# nvidia-container-runtime as the binary. Changed runc's settings? Run the container\n"
+            "# toolkit stage again.\n"
+            + toml_dumps({"version": 3, "plugins": {CRI_RUNTIME_PLUGIN: {"containerd": ctrd}}})
+        )
     cri = containerd_effective_cri(main, imported)
     runtimes_set = bool((cri.get("containerd") or {}).get("runtimes"))
     ctrd = cri.setdefault("containerd", {})
@@ -146,11 +193,7 @@ def containerd_dropin(main, imported, runtime_path, make_default):
     if not runtimes_set:
         # Any runtimes table replaces containerd's default one, which holds runc: name runc as the default has it.
         runtimes["runc"] = {"runtime_type": RUNC_V2, "sandbox_mode": "podsandbox"}
-    base = runtimes.get("runc") if (runtimes.get("runc") or {}).get("runtime_type", RUNC_V2) == RUNC_V2 else None
-    nvidia = copy.deepcopy(base or {})
-    nvidia["runtime_type"] = RUNC_V2
-    nvidia["options"] = {**(nvidia.get("options") or {}), "BinaryName": runtime_path}
-    runtimes[RUNTIME_NAME] = nvidia
+    runtimes[RUNTIME_NAME] = _nvidia_runtime(runtimes, runtime_path)
     if make_default:
         ctrd["default_runtime_name"] = RUNTIME_NAME
     body = toml_dumps({"version": 2, "plugins": {CRI_PLUGIN: cri}})
@@ -162,13 +205,31 @@ def containerd_dropin(main, imported, runtime_path, make_default):
     )
 
 
+def containerd_overrides(main, data, make_default):
+    """What an imported file read after the drop-in sets that would undo it (a phrase), or None.
+
+    Version 2 under containerd 1.7: any CRI section replaces the drop-in's. Version 3: the nvidia runtime, or the
+    default runtime where the drop-in sets it, merged over the drop-in's.
+    """
+    if main.get("version") != 3:
+        return "set the CRI plugin's section, which would replace the nvidia runtime's" if CRI_PLUGIN in (
+            data.get("plugins") or {}) else None  # fmt: skip
+    if data.get("version", 1) != 3:
+        return None
+    ctrd = ((data.get("plugins") or {}).get(CRI_RUNTIME_PLUGIN) or {}).get("containerd") or {}
+    if RUNTIME_NAME in (ctrd.get("runtimes") or {}) or (make_default and "default_runtime_name" in ctrd):
+        return "set the nvidia runtime or the default runtime, which would override the drop-in's"
+    return None
+
+
 def containerd_check_version(main, name):
     version = main.get("version", 1)
-    if version != 2:
+    if version not in (2, 3):
         raise ConfigProblem(
             f"{name} is a version {version} containerd configuration; the nvidia runtime is written for version 2 "
-            "(containerd 1.5 to 1.7, plugin io.containerd.grpc.v1.cri). Fix: convert it to version 2 "
-            "(`containerd config default` shows the layout), then run again"
+            "(containerd 1.5 to 1.7, plugin io.containerd.grpc.v1.cri) and version 3 (containerd 2.x, plugin "
+            "io.containerd.cri.v1.runtime). Fix: convert it to version 2 or 3 (`containerd config default` shows the "
+            "layout), then run again"
         )
 
 

@@ -94,7 +94,9 @@ def run(module, tool, args, errors):
 
 
 def containerd_runtimes(dump):
-    cri = ((dump.get("plugins") or {}).get(ctk.CRI_PLUGIN) or {}).get("containerd") or {}
+    # containerd 2.x dumps version 3, whatever version its files are in, with the runtimes in a plugin of their own.
+    plugin = ctk.CRI_RUNTIME_PLUGIN if dump.get("version") == 3 else ctk.CRI_PLUGIN
+    cri = ((dump.get("plugins") or {}).get(plugin) or {}).get("containerd") or {}
     runtimes = {
         name: {"type": r.get("runtime_type"), "binary": (r.get("options") or {}).get("BinaryName")}
         for name, r in (cri.get("runtimes") or {}).items()

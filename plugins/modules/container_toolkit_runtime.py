@@ -13,11 +13,13 @@ description:
   - The runtime's configuration belongs to whoever installed it (its package, Kubespray, the Kubernetes stage); this
     module never rewrites it. The C(nvidia) runtime, with C(nvidia-container-runtime) as its binary, goes into a
     drop-in file the module owns.
-  - B(containerd) (configuration version 2, containerd 1.5 to 1.7) reads drop-ins only through C(imports) in its main
-    file, so the module adds that one import to O(config) (every other byte kept, the result parsed back to prove
-    it) and writes O(drop_in). containerd 1.7 replaces a plugin's whole section with an imported file's, so the drop-in
-    carries the CRI section of the owner's files (the last one that sets it, as containerd does) plus the nvidia
-    runtime, which copies runc's settings. A missing O(config) is created with only the import.
+  - B(containerd) reads drop-ins only through C(imports) in its main file, so the module adds that one import to
+    O(config) (every other byte kept, the result parsed back to prove it) and writes O(drop_in) in the main file's
+    configuration version. Version 2 (containerd 1.5 to 1.7; 2.x migrates it) - containerd 1.7 replaces a plugin's
+    whole section with an imported file's, so the drop-in carries the CRI section of the owner's files (the last one
+    that sets it, as containerd does) plus the nvidia runtime, which copies runc's settings. Version 3 (containerd
+    2.x) - merged key by key, so the drop-in holds the nvidia runtime alone (a copy of runc's settings as the owner's
+    files merge them). A missing O(config) is created with only the import.
   - B(Docker) has no drop-ins - C(runtimes.nvidia) (and C(default-runtime) with O(default)) is merged into
     O(config), every other key kept; the file is rewritten only when a value changes.
   - B(CRI-O) reads C(/etc/crio/crio.conf.d/) - the module writes O(drop_in).
@@ -85,6 +87,14 @@ drop_in:
   description: The drop-in file (containerd, CRI-O), or null.
   returned: always
   type: str
+problem:
+  description:
+    - Why the nvidia runtime cannot be added, where the module fails for the node's state rather than an error of its
+      own - C(config) (a configuration it cannot merge into; the message names the file and the fix) or C(tomllib)
+      (the node's Python cannot read TOML). A preflight reports these with the node's other problems.
+  returned: on failure, for those reasons
+  type: str
+  sample: config
 """
 
 import fnmatch
@@ -112,14 +122,18 @@ def read_text(path):
 
 
 def resolve_imports(main, config, drop_in):
-    """The files containerd imports from the main configuration, in its order, as (path, is ours)."""
+    """The files containerd imports from the main configuration, in its order (each glob's matches sorted), and
+    whether the drop-in is one of them; the drop-in is placed where containerd will find it once written, so that a
+    first run sees the files that would override it as the next run does."""
     base = os.path.dirname(config)
     files, ours_imported = [], False
     for pattern in main.get("imports") or []:
         pattern = pattern if os.path.isabs(pattern) else os.path.join(base, pattern)
+        matched = set(glob.glob(pattern))
         if fnmatch.fnmatch(drop_in, pattern):
             ours_imported = True
-        files += [p for p in sorted(glob.glob(pattern)) if p not in files]
+            matched.add(drop_in)
+        files += [p for p in sorted(matched) if p not in files]
     return files, ours_imported
 
 
@@ -131,12 +145,13 @@ def plan_containerd(config, drop_in, runtime_path, default):
     files, ours_imported = resolve_imports(main, config, drop_in)
     imported = [(p, ctk.toml_loads(read_text(p) or "", p)) for p in files if p != drop_in]
     if ours_imported:
-        later = [p for p, data in imported if files.index(p) > files.index(drop_in) and ctk.CRI_PLUGIN in
-                 (data.get("plugins") or {})] if drop_in in files else []  # fmt: skip
+        later = [(p, ctk.containerd_overrides(main, data, default)) for p, data in imported
+                 if files.index(p) > files.index(drop_in)]  # fmt: skip
+        later = [(p, why) for p, why in later if why]
         if later:
             raise ctk.ConfigProblem(
-                f"{', '.join(later)} (imported after {drop_in}) set the CRI plugin's section, which would replace "
-                f"the nvidia runtime's. Fix: rename them to sort before {os.path.basename(drop_in)}"
+                f"{', '.join(p for p, _why in later)} (imported after {drop_in}) {later[0][1]}. Fix: rename them to "
+                f"sort before {os.path.basename(drop_in)}"
             )
     plan = {drop_in: (read_text(drop_in), ctk.containerd_dropin(main, imported, runtime_path, default))}
     if main_text is None:
@@ -180,7 +195,8 @@ def main():
         module.fail_json(
             msg=f"configuring containerd or CRI-O reads TOML: the node's Python {platform.python_version()} has no "
             "tomllib (3.11 and later) and no tomli. Fix: install python3-tomli (the nvidia_container_toolkit role "
-            "does on Ubuntu 22.04), or run the module with Python 3.11 or later (ansible_python_interpreter)"
+            "does on Ubuntu 22.04), or run the module with Python 3.11 or later (ansible_python_interpreter)",
+            problem="tomllib",
         )
     try:
         if p["runtime"] == "containerd":
@@ -190,7 +206,7 @@ def main():
         else:
             plan = {drop_in: (read_text(drop_in), ctk.crio_dropin(p["runtime_path"], p["default"]))}
     except ctk.ConfigProblem as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg=str(exc), problem="config")
     changes = {path: texts for path, texts in plan.items() if texts[0] != texts[1]}
     if changes and not module.check_mode:
         for path, (_old, new) in changes.items():

@@ -1,7 +1,8 @@
 """nvidia_container_toolkit's bad input fails in preflight, before any change, with a message naming the variable,
 the value and the fix.
 
-Variable-only cases run against the machine running the tests. Cases that need a node (its OS, its container
+Preflight reports every problem of a node at once. Cases of the variables run against the machine running the tests
+(their messages come with what the machine lacks: containerd, a driver). Cases that need a node (its OS, its container
 runtimes, their configurations) run against bench nodes, in check mode: preflight reads and changes nothing.
 """
 
@@ -68,6 +69,23 @@ LOCAL_CASES = {
             "pin"
         ],
     ),
+    # Every problem of the variables in one failure, each after the one before it.
+    "every_problem_at_once": (
+        {
+            "nvidia_container_toolkit_version": "latest",
+            "nvidia_container_toolkit_runtimes": ["containerd", "podman"],
+            "nvidia_container_toolkit_default_for": ["docker"],
+            "nvidia_container_toolkit_key_fingerprint": "F796ECB0",
+        },
+        [
+            'nvidia_container_toolkit_version is "latest", not an exact package version.',
+            '| nvidia_container_toolkit_runtimes is ["containerd", "podman"]: podman is not a runtime this role '
+            "configures",
+            '| nvidia_container_toolkit_default_for is ["docker"], but docker is not in '
+            'nvidia_container_toolkit_runtimes (["containerd", "podman"])',
+            "| The container toolkit repository's key_fingerprint 'F796ECB0' is not an OpenPGP fingerprint",
+        ],
+    ),
 }
 
 # node -> image; each case names its node.
@@ -112,6 +130,18 @@ NODE_CASES = {
             "nvidia_container_toolkit supports Debian 12 and 13 and Ubuntu 22.04 and 24.04 on amd64 and arm64; {host} "
             "runs Rocky Linux 9.3 (Blue Onyx) (ID=rocky, VERSION_ID=9.3) on x86_64.",
             "Fix: a supported release, or leave this node out of the container toolkit stage.",
+        ],
+    ),
+    # The variables' problems with the node's, in one failure.
+    "every_problem_at_once_on_a_node": (
+        "rocky",
+        {"nvidia_container_toolkit_version": "1.17.8", "nvidia_container_toolkit_runtimes": ["docker"]},
+        [
+            'nvidia_container_toolkit_version is "1.17.8", not an exact package version.',
+            "| nvidia_container_toolkit supports Debian 12 and 13 and Ubuntu 22.04 and 24.04 on amd64 and arm64; "
+            "{host} runs Rocky Linux 9.3 (Blue Onyx)",
+            '| nvidia_container_toolkit_runtimes is ["docker"], but {host} has no docker.service: docker is not '
+            "installed.",
         ],
     ),
 }

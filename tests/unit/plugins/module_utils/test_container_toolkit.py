@@ -130,12 +130,132 @@ def test_broken_toml_names_the_file():
         ctk.toml_loads("version = = 2", "/etc/containerd/config.toml")
 
 
-@pytest.mark.parametrize("text", ['[plugins.cri]\n  sandbox_image = "x"\n', "version = 3\n"])
-def test_configs_other_than_version_2_are_refused_with_the_fix(text):
+@pytest.mark.parametrize("text", ['[plugins.cri]\n  sandbox_image = "x"\n', "version = 4\n", 'version = "3"\n'])
+def test_configs_other_than_version_2_or_3_are_refused_with_the_fix(text):
     with pytest.raises(
-        ctk.ConfigProblem, match="containerd configuration; the nvidia runtime is written for version 2"
+        ctk.ConfigProblem,
+        match=re.escape(
+            "containerd configuration; the nvidia runtime is written for version 2 (containerd 1.5 to "
+            "1.7, plugin io.containerd.grpc.v1.cri) and version 3 (containerd 2.x, plugin "
+            "io.containerd.cri.v1.runtime). Fix: convert it to version 2 or 3"
+        ),
     ):
         ctk.containerd_check_version(tomllib.loads(text), "config.toml")
+
+
+@pytest.mark.parametrize("text", ["version = 2\n", "version = 3\n"])
+def test_configs_of_version_2_and_3_are_taken(text):
+    ctk.containerd_check_version(tomllib.loads(text), "config.toml")
+
+
+# containerd 2.1.9's own merges (tests/fixtures/SOURCES.md): each case's main file, its drop-in and containerd's dump.
+CONTAINERD_2 = FIXTURES.parent / "containerd" / "containerd-2.1.9"
+
+
+def containerd_2_case(name):
+    case = CONTAINERD_2 / name
+    return (
+        tomllib.loads((case / "config.toml").read_text()),
+        tomllib.loads((case / "99-nvidia.toml").read_text()),
+        tomllib.loads((case / "dump.toml").read_text()),
+    )
+
+
+def runtime_view(section):
+    """What the role relies on in the CRI runtime plugin's section: the default runtime and each runtime's type,
+    binary and cgroup driver."""
+    ctrd = section.get("containerd") or {}
+    return {
+        "default": ctrd.get("default_runtime_name", "runc"),
+        "runtimes": {
+            name: (r.get("runtime_type"), (r.get("options") or {}).get("BinaryName", ""),
+                   (r.get("options") or {}).get("SystemdCgroup", False))
+            for name, r in (ctrd.get("runtimes") or {}).items()
+        },
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ["v3-main-v3-dropin", "v3-main-v2-dropin"])
+def test_the_version_3_merge_model_agrees_with_containerd_2(case):
+    """Key by key, and an imported file of another version ignored: as containerd 2.1.9 merged them."""
+    main, dropin, dump = containerd_2_case(case)
+    modelled = ctk.containerd_effective_runtime_plugin(main, [("99-nvidia.toml", dropin)])
+    assert runtime_view(modelled) == runtime_view(dump["plugins"][ctk.CRI_RUNTIME_PLUGIN])
+
+
+def test_a_version_3_drop_in_holds_the_nvidia_runtime_alone_as_a_copy_of_runc():
+    main, _dropin, _dump = containerd_2_case("v3-main-v3-dropin")
+    text = ctk.containerd_dropin(main, [], RUNTIME, True)
+    assert text.startswith(ctk.HEADER)
+    dropin = tomllib.loads(text)
+    runc = main["plugins"][ctk.CRI_RUNTIME_PLUGIN]["containerd"]["runtimes"]["runc"]
+    assert dropin == {
+        "version": 3,
+        "plugins": {
+            ctk.CRI_RUNTIME_PLUGIN: {
+                "containerd": {
+                    "default_runtime_name": "nvidia",
+                    "runtimes": {"nvidia": {**runc, "options": {**runc["options"], "BinaryName": RUNTIME}}},
+                }
+            }
+        },
+    }
+    # The owner's SystemdCgroup = true (the case's main file) is the nvidia runtime's too.
+    assert dropin["plugins"][ctk.CRI_RUNTIME_PLUGIN]["containerd"]["runtimes"]["nvidia"]["options"]["SystemdCgroup"]
+    # Merged as containerd 2.x merges it: runc and the owner's settings kept, nvidia the default.
+    merged = runtime_view(ctk.containerd_effective_runtime_plugin(main, [("99-nvidia.toml", dropin)]))
+    assert merged == {
+        "default": "nvidia",
+        "runtimes": {"runc": (ctk.RUNC_V2, "", True), "nvidia": (ctk.RUNC_V2, RUNTIME, True)},
+    }
+
+
+def test_the_version_3_drop_in_the_module_wrote_on_containerd_2_is_the_one_it_writes_and_containerd_took_it():
+    """On a real containerd 2.1.9: the drop-in the module wrote (module-v3-default) is what containerd_dropin gives for
+    that main file, and containerd's dump has the nvidia runtime as the default with the owner's SystemdCgroup."""
+    case = CONTAINERD_2 / "module-v3-default"
+    main = tomllib.loads((case / "config.toml").read_text())
+    assert ctk.containerd_dropin(main, [], RUNTIME, True) == (case / "99-nvidia.toml").read_text()
+    dump = tomllib.loads((case / "dump.toml").read_text())
+    assert runtime_view(dump["plugins"][ctk.CRI_RUNTIME_PLUGIN]) == {
+        "default": "nvidia",
+        "runtimes": {"runc": (ctk.RUNC_V2, "", True), "nvidia": (ctk.RUNC_V2, RUNTIME, True)},
+    }
+
+
+def test_a_version_3_drop_in_copies_runc_as_the_owners_imports_leave_it():
+    main = {"version": 3, "imports": ["/etc/containerd/conf.d/*.toml"]}
+    site = {"version": 3, "plugins": {ctk.CRI_RUNTIME_PLUGIN: {"containerd": {"runtimes": {"runc": {
+        "runtime_type": ctk.RUNC_V2, "options": {"SystemdCgroup": True}}}}}}}  # fmt: skip
+    ignored = {"version": 2, "plugins": {ctk.CRI_RUNTIME_PLUGIN: {"containerd": {"runtimes": {"runc": {
+        "runtime_type": ctk.RUNC_V2, "options": {"SystemdCgroup": False, "Root": "/x"}}}}}}}  # fmt: skip
+    dropin = tomllib.loads(ctk.containerd_dropin(main, [("a", site), ("b", ignored)], RUNTIME, False))
+    ctrd = dropin["plugins"][ctk.CRI_RUNTIME_PLUGIN]["containerd"]
+    assert ctrd == {"runtimes": {"nvidia": {"runtime_type": ctk.RUNC_V2,
+                                            "options": {"SystemdCgroup": True, "BinaryName": RUNTIME}}}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("main_version", "later", "default", "overrides"),
+    [
+        (2, {"version": 2, "plugins": {ctk.CRI_PLUGIN: {"enable_cdi": True}}}, False, True),
+        (2, {"version": 2, "plugins": {"io.containerd.internal.v1.opt": {}}}, False, False),
+        (3, {"version": 3, "plugins": {ctk.CRI_RUNTIME_PLUGIN: {"containerd": {"runtimes": {"nvidia": {}}}}}}, False,
+         True),
+        (3, {"version": 3, "plugins": {ctk.CRI_RUNTIME_PLUGIN: {"containerd": {"default_runtime_name": "runc"}}}}, True,
+         True),
+        # The default is the owner's when the drop-in does not set it.
+        (3, {"version": 3, "plugins": {ctk.CRI_RUNTIME_PLUGIN: {"containerd": {"default_runtime_name": "runc"}}}},
+         False, False),
+        # Key by key: a later file's other settings leave the nvidia runtime alone.
+        (3, {"version": 3, "plugins": {ctk.CRI_RUNTIME_PLUGIN: {"enable_cdi": True}}}, True, False),
+        # containerd 2.x ignores an imported file of another version.
+        (3, {"version": 2, "plugins": {ctk.CRI_RUNTIME_PLUGIN: {"containerd": {"runtimes": {"nvidia": {}}}}}}, True,
+         False),
+    ],
+)  # fmt: skip
+def test_a_file_imported_after_the_drop_in_overrides_it(main_version, later, default, overrides):
+    assert bool(ctk.containerd_overrides({"version": main_version}, later, default)) is overrides
 
 
 def test_toml_dumps_round_trips_the_shapes_runtime_configs_use():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+from pathlib import Path
 
 from ansible_collections.gpuops.bringup.plugins.modules import (
     container_toolkit_cdi,
@@ -40,6 +41,8 @@ imports = ["/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml
             BinaryName = ""
 """
 CTK = "/usr/bin/nvidia-ctk"
+# containerd 2.1.9's own files and dumps (tests/fixtures/SOURCES.md).
+CONTAINERD_2 = Path(__file__).resolve().parents[3] / "fixtures" / "containerd" / "containerd-2.1.9"
 
 
 def containerd_args(tmp_path, **extra):
@@ -108,6 +111,7 @@ def test_containerd_version_1_config_fails_with_the_file_and_the_fix(tmp_path, r
     result, failed = run_module(container_toolkit_runtime.main, containerd_args(tmp_path), command_table({}, {}))
     assert failed
     assert result["msg"].startswith(f"{tmp_path}/config.toml is a version 1 containerd configuration")
+    assert result["problem"] == "config"
 
 
 def test_docker_keeps_the_owners_keys_and_mode(tmp_path, run_module, command_table):
@@ -203,6 +207,58 @@ def test_facts_read_nvidia_ctk_and_containerds_effective_config(run_module, comm
     assert facts["errors"] == []
 
 
+def test_facts_read_containerd_2s_version_3_dump(run_module, command_table):
+    """containerd 2.x dumps version 3, its runtimes in a plugin of their own (a capture: tests/fixtures/SOURCES.md)."""
+    dump = (CONTAINERD_2 / "v3-main-v3-dropin" / "dump.toml").read_text()
+    table = command_table(
+        {"containerd": "/usr/bin/containerd"}, {("/usr/bin/containerd", "config", "dump"): (0, dump, "")}
+    )
+    result, _failed = run_module(container_toolkit_facts.main, {"runtimes": ["containerd"]}, table)
+    assert result["ansible_facts"]["container_toolkit"]["runtimes"]["containerd"] == {
+        "runtimes": {
+            "nvidia": {"type": "io.containerd.runc.v2", "binary": "/usr/bin/nvidia-container-runtime"},
+            "runc": {"type": "io.containerd.runc.v2", "binary": ""},
+        },
+        "default": "nvidia",
+    }
+
+
+def test_containerd_2s_default_config_gets_a_version_3_drop_in_then_nothing(tmp_path, run_module, command_table):
+    """containerd 2.x's own default configuration (version 3, imports = []): the import added, every other byte kept,
+    and a version 3 drop-in, which containerd 2.x merges key by key."""
+    default = (CONTAINERD_2 / "config-default-v3.toml").read_text()
+    (tmp_path / "config.toml").write_text(default)
+    args = containerd_args(tmp_path, default=True)
+    result, failed = run_module(container_toolkit_runtime.main, args, command_table({}, {}))
+    assert not failed and result["changed"]
+    text = (tmp_path / "config.toml").read_text()
+    assert text == default.replace("imports = []", f'imports = ["{args["drop_in"]}"]', 1)
+    dropin = tomllib.loads((tmp_path / "conf.d" / "99-nvidia.toml").read_text())
+    assert dropin["version"] == 3
+    ctrd = dropin["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]
+    assert sorted(ctrd) == ["default_runtime_name", "runtimes"] and sorted(ctrd["runtimes"]) == ["nvidia"]
+    assert ctrd["runtimes"]["nvidia"]["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
+    again, _failed = run_module(container_toolkit_runtime.main, args, command_table({}, {}))
+    assert not again["changed"] and again["files"] == []
+
+
+def test_containerd_version_3_file_imported_after_the_drop_in_setting_nvidia_is_refused(
+    tmp_path, run_module, command_table
+):
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / "conf.d" / "zz-site.toml").write_text(
+        'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd]\ndefault_runtime_name = "runc"\n'
+    )
+    (tmp_path / "config.toml").write_text(f'version = 3\nimports = ["{tmp_path}/conf.d/*.toml"]\n')
+    result, failed = run_module(container_toolkit_runtime.main, containerd_args(tmp_path, default=True),
+                                command_table({}, {}))  # fmt: skip
+    assert failed
+    assert result["msg"] == (
+        f"{tmp_path}/conf.d/zz-site.toml (imported after {tmp_path}/conf.d/99-nvidia.toml) set the nvidia runtime or "
+        "the default runtime, which would override the drop-in's. Fix: rename them to sort before 99-nvidia.toml"
+    )
+
+
 def test_facts_report_what_could_not_be_read(run_module, command_table):
     table = command_table(
         {"containerd": "/usr/bin/containerd"},
@@ -264,4 +320,6 @@ def test_a_python_without_tomllib_or_tomli_is_told_what_to_install(tmp_path):
     result = json.loads(output)
     assert rc == 1 and result["failed"]
     assert "has no tomllib (3.11 and later) and no tomli. Fix: install python3-tomli" in result["msg"]
+    # The node's state, not an error of the module: a preflight judges it with the node's other problems.
+    assert result["problem"] == "tomllib"
     assert (tmp_path / "config.toml").read_text() == DEBIAN_13_CONFIG
