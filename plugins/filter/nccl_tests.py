@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import (
@@ -15,10 +16,35 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import (
 from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import facts_of, mapping, plain
 
 
-def _input_problems(params, hardware, published, profiles, groups, play_hosts, node):
-    mapping(params, "the role's variables", "nccl_tests_input_problems")
-    return nccl_tests_plan.input_problems(
-        params, hardware or {}, published or {}, list(profiles or []), groups or {}, list(play_hosts or []), node
+def _fields(value, what, keys):
+    """The mapping's keys, each given: a missing one would otherwise be read as an empty table or read."""
+    found = plain(mapping(value, what, "nccl_tests_preflight"))
+    missing = [key for key in keys if key not in found]
+    if missing:
+        raise AnsibleFilterError(f"gpuops.bringup.nccl_tests_preflight needs {what} with {', '.join(missing)}")
+    return {key: found[key] for key in keys}
+
+
+def _preflight(params, host, inventory, tables, reads):
+    """The node's preflight: {problems}, every one at once (module_utils nccl_tests_plan.preflight)."""
+    inventory = _fields(
+        inventory, "the inventory's values", ("hardware", "published", "profiles", "groups", "play_hosts")
+    )
+    tables = _fields(tables, "the role's tables", ("supported", "nccl_packages", "mpi_packages"))
+    reads = _fields(reads, "the node's reads", ("account", "os", "sources", "gpu"))
+    return nccl_tests_plan.preflight(
+        host=str(host),
+        params=plain(mapping(params, "the role's variables", "nccl_tests_preflight")),
+        hardware=inventory["hardware"] or {},
+        published=inventory["published"] or {},
+        profiles=list(inventory["profiles"] or []),
+        groups=inventory["groups"] or {},
+        play_hosts=list(inventory["play_hosts"] or []),
+        account=reads["account"],
+        release=mapping(reads["os"], "os_facts' gpuops_os.os", "nccl_tests_preflight"),
+        sources=reads["sources"],
+        gpu_read=mapping(reads["gpu"], "gpu_facts' registered result", "nccl_tests_preflight"),
+        **tables,
     )
 
 
@@ -36,10 +62,6 @@ def _plan_runs(stored, benchmarks, rerun, node_inputs, group_inputs=None, group=
 
 def _records(runs, results, measured_at, gate, metric, gdr_mode, gdr_expected=None):
     return nccl_tests_plan.records(list(runs), list(results or []), measured_at, gate, metric, gdr_mode, gdr_expected)
-
-
-def _user_problem(user, entry):
-    return nccl_tests_plan.user_problem(str(user), list(entry) if entry is not None else None)
 
 
 def _pair_member(node, pairs, group_names, address, hardware):
@@ -90,12 +112,11 @@ def _pair_entries(round_pairs, results, pass_number, measured_at):
 class FilterModule:
     def filters(self):
         return {
-            "nccl_tests_input_problems": _input_problems,
+            "nccl_tests_preflight": _preflight,
             "nccl_tests_fabric_env": _fabric_env,
             "nccl_tests_report": _report,
             "nccl_tests_plan_runs": _plan_runs,
             "nccl_tests_records": _records,
-            "nccl_tests_user_problem": _user_problem,
             "nccl_tests_pair_member": _pair_member,
             "nccl_tests_pair_members": _pair_members,
             "nccl_tests_pair_inputs": _pair_inputs,

@@ -1,7 +1,8 @@
 # Copyright: gpuops.bringup contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the nccl_tests role decides, as pure functions: its input problems, the NCCL environment a node's fabric
-calls for, the run's verdict (the nccl_test module's, plus GPUDirect RDMA) and the JSON reports.
+"""What the nccl_tests role decides, as pure functions: its preflight (every problem of a node at once: its inputs,
+account, release, package sources and GPUs), the NCCL environment a node's fabric calls for, the run's verdict (the
+nccl_test module's, plus GPUDirect RDMA) and the JSON reports.
 
 The benchmark output itself is parsed by module_utils/nccl_tests (through the nccl_test module), never here.
 """
@@ -326,3 +327,127 @@ def user_problem(user, entry):
         " the role would change its shell and let the group's SSH key log into it on every node. Nothing was changed."
         " Fix: a name of its own (the default gpuops-nccl, which the role creates), or remove that account"
     )
+
+
+# Where each NCCL source is served (the role's table of os-release IDs and majors, vars/main.yml), and the fix, as the
+# refusal of another release says them.
+_SOURCE_RELEASES = {
+    "distribution": (
+        "nccl_tests_nccl_source is distribution (the OS's own libnccl2 and libnccl-dev), which this collection "
+        "supports on Debian 13 (contrib, NCCL 2.22.3)",
+        "a Debian 13 node, or nccl_tests_nccl_source: cuda_repo on Ubuntu 22.04 or 24.04. Debian 12 carries no NCCL, "
+        "and NVIDIA publishes its NCCL packages for Ubuntu and RHEL. For a node to be accepted without NCCL: "
+        "gpuops_nccl_tests: false (site.yml skips this stage on it) and nccl.single_node and nccl.pairs in "
+        "acceptance_optional.",
+    ),
+    "cuda_repo": (
+        "nccl_tests_nccl_source is cuda_repo (NVIDIA's CUDA repository), whose NCCL packages this collection installs "
+        "on Ubuntu 22.04 and 24.04 (NVIDIA's ubuntu2204 and ubuntu2404 repositories)",
+        "one of those releases, or nccl_tests_nccl_source: distribution on Debian 13.",
+    ),
+}
+
+
+def _release_supported(supported, source, release):
+    """Whether the node's release (os_facts' gpuops_os.os) is one the NCCL source serves ({source: {ID: [majors]}})."""
+    # .get: an os-release ID such as "pop" must not name a method.
+    return (release or {}).get("major") in (supported.get(source) or {}).get((release or {}).get("id"), ())
+
+
+def _carried(listing, names, version):
+    """(the names=version a listing lacks, what it carries of each name); listing maps a name to its versions."""
+    missing = [f"{name}={version}" for name in names if version not in (listing.get(name) or [])]
+    carried = "; ".join(f"{name} {' '.join(listing.get(name) or []) or 'none'}" for name in names)
+    return missing, carried
+
+
+def _sources_problems(host, source, sources, nccl_packages, mpi_packages):
+    """The pinned NCCL and Open MPI against what the release's sources carry."""
+    problems = []
+    nccl, openmpi = sources.get("nccl"), sources.get("openmpi")
+    if source == "cuda_repo":
+        index = sources.get("index") or {}
+        missing, carried = _carried(index.get("packages") or {}, nccl_packages, nccl)
+        if missing:
+            problems.append(
+                f"{host}: NVIDIA's CUDA repository ({index.get('index_url')}) does not carry {', '.join(missing)} (it "
+                f"carries {carried}). Nothing was changed. Fix: nccl_tests_nccl_version set to one of those versions "
+                f"(NVIDIA names its builds <NCCL version>+cuda<CUDA version>), or a mirror that carries {nccl}."
+            )
+    # NVIDIA's NCCL is checked in its repository's index above; the package sources hold the rest.
+    available = {name: (info or {}).get("available") for name, info in (sources.get("packages") or {}).items()}
+    wanted = [(nccl_packages, nccl)] if source == "distribution" else []
+    wanted.append((mpi_packages, openmpi))
+    missing, carried = [], []
+    for names, version in wanted:
+        lacking, listed = _carried(available, names, version)
+        missing += lacking
+        carried.append(listed)
+    if missing:
+        problems.append(
+            f"{host}: the package sources do not carry {', '.join(missing)} (available: {'; '.join(carried)}). Fix: "
+            "nccl_tests_nccl_version and nccl_tests_openmpi_version set to available versions, or the package source "
+            "that carries them (libnccl2 is in Debian 13's contrib component: os_baseline's components; Open MPI in "
+            "Ubuntu's universe)."
+        )
+    return problems
+
+
+def _gpu_problem(host, hardware, gpu_read):
+    gpu = (gpu_read.get("ansible_facts") or {}).get("gpu")
+    count = gpu.get("count") if gpu else 0
+    expected = ((hardware or {}).get("gpu") or {}).get("count")
+    if count == expected:
+        return []
+    # Without nvidia-smi (no driver) there was nothing to read: the reader says so.
+    why = "" if gpu else f" ({gpu_read.get('msg')})"
+    return [
+        f"{host}: nvidia-smi sees {count} of the {expected} GPUs of profile {(hardware or {}).get('profile')}{why}: "
+        "nccl-tests would fail with CUDA errors. Fix: the driver stage (playbooks/driver.yml) first; the acceptance "
+        "stage (playbooks/acceptance.yml) says which GPU checks fail."
+    ]
+
+
+def preflight(
+    *,
+    host,
+    params,
+    hardware,
+    published,
+    profiles,
+    groups,
+    play_hosts,
+    supported,
+    nccl_packages,
+    mpi_packages,
+    account,
+    release,
+    sources,
+    gpu_read,
+):
+    """{problems} of one node: its variables, profile and group (input_problems), its benchmark account
+    (user_problem), its release against the NCCL source, the pinned versions against its sources, its GPUs.
+
+    params: input_problems' with user (nccl_tests_user); hardware, published, profiles, groups, play_hosts:
+    input_problems'; supported, nccl_packages, mpi_packages: the role's tables (vars/main.yml); account: getent's
+    passwd entry of the user (None: there is none); release: os_facts' gpuops_os.os; sources: what the release's
+    sources carry, read only where it is supported ({nccl, openmpi: the versions to install, packages:
+    package_info's, index: repository_index's of NVIDIA's repository where NCCL comes from it}); gpu_read: gpu_facts'
+    result, failed where nvidia-smi was not found.
+    """
+    problems = input_problems(params, hardware, published, profiles, groups, play_hosts, host)
+    account_problem = user_problem(params.get("user"), account)
+    if account_problem:
+        problems.append(f"{host}: {account_problem}.")
+    source = params.get("nccl_source")
+    if not _release_supported(supported, source, release):
+        # The argument specification admits these two sources only.
+        why, fix = _SOURCE_RELEASES[source]
+        release = release or {}
+        problems.append(
+            f"{why}; {host} runs {release.get('name') or 'an unknown OS'} (ID={release.get('id')}, "
+            f"VERSION_ID={release.get('version_id')}). Fix: {fix}"
+        )
+    elif sources:
+        problems += _sources_problems(host, source, sources, nccl_packages, mpi_packages)
+    return {"problems": problems + _gpu_problem(host, hardware, gpu_read)}

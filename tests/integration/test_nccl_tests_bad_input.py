@@ -1,10 +1,10 @@
 """nccl_tests' bad input fails in preflight, before any change, with a message naming the variable, the value and
 the fix.
 
-The variables are checked before any node is read, so every case runs against the machine running the tests, in an
-inventory that puts it in the hardware profile's group (and, for the multi-node cases, in a group of its own). The
-control case passes that check and stops at the first check of the node: the machine is Debian 12, which carries
-no NCCL.
+Every case runs against the machine running the tests, in an inventory that puts it in the hardware profile's group
+(and, for the multi-node cases, in a group of its own). Preflight reports every problem of the node at once: the
+machine is Debian 12, which carries no NCCL, and has no NVIDIA GPU, so each case's message comes with those two. The
+control case has only those two.
 """
 
 from __future__ import annotations
@@ -107,8 +107,18 @@ CASES = {
          "the two would share them. Fix: another group name (rename the inventory group), or nccl_tests_pairs: "
          "false."],
     ),
+    # Every problem of the variables, the account, the release and the GPUs in one failure.
+    "every_problem_at_once": (
+        {"nccl_tests_source_checksum": "", "nccl_tests_args": ["-g", "8"], "nccl_tests_user": "daemon"},
+        ["nccl_tests_source_checksum is '': the nccl-tests source",
+         "| nccl_tests_args sets -g: the role sets it",
+         "| localhost: nccl_tests_user is daemon, an existing account this role did not create",
+         "| nccl_tests_nccl_source is distribution (the OS's own libnccl2 and libnccl-dev), which this collection "
+         "supports on Debian 13 (contrib, NCCL 2.22.3); localhost runs Debian GNU/Linux 12 (bookworm)",
+         "| localhost: nvidia-smi sees 0 of the 8 GPUs of profile hgx_h100_8gpu"],
+    ),
     # The control: the role's defaults (its nccl-tests tarball and checksum included) and the hardware profile pass;
-    # the first check of the node stops at this machine's OS.
+    # what is left is this machine's: its OS (and its GPUs).
     "valid_variables_on_an_unsupported_os": (
         {},
         ["nccl_tests_nccl_source is distribution (the OS's own libnccl2 and libnccl-dev), which this collection "
@@ -157,4 +167,4 @@ def test_a_node_set_to_run_no_nccl_stage_leaves_it(tmp_path: Path, value: str, f
     else:
         assert proc.returncode == 0, proc.stdout[-3000:]
         assert re.search(r"localhost\s*: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0", proc.stdout)
-        assert "Check the variables, the node's profile and the multi-node group" not in proc.stdout
+        assert "Check the node and the role's inputs" not in proc.stdout

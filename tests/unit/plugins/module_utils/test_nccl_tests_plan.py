@@ -1,11 +1,12 @@
-"""The nccl_tests role's decisions: NCCL environment from the fabric, run planning, judging real captured runs
-(tests/fixtures/nccl, sources in tests/fixtures/SOURCES.md) and the reports."""
+"""The nccl_tests role's decisions: its preflight, NCCL environment from the fabric, run planning, judging real
+captured runs (tests/fixtures/nccl, sources in tests/fixtures/SOURCES.md) and the reports."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import nccl_tests, nccl_tests_plan
 
@@ -213,3 +214,169 @@ def test_user_problem(user, entry, problem):
     found = nccl_tests_plan.user_problem(user, entry)
     assert (found is None) == (problem is None), found
     assert problem is None or problem in found
+
+
+# The preflight: every problem of a node at once, with the role's own tables.
+ROLE_VARS = yaml.safe_load(
+    (Path(__file__).resolve().parents[4] / "roles" / "nccl_tests" / "vars" / "main.yml").read_text()
+)
+DEBIAN_12 = {"id": "debian", "major": "12", "version_id": "12", "name": "Debian GNU/Linux 12 (bookworm)"}
+DEBIAN_13 = {"id": "debian", "major": "13", "version_id": "13", "name": "Debian GNU/Linux 13 (trixie)"}
+UBUNTU_24 = {"id": "ubuntu", "major": "24", "version_id": "24.04", "name": "Ubuntu 24.04.3 LTS"}
+# What package_info and repository_index read on each release (the versions vars/<OS>-<major>.yml pins).
+DEBIAN_13_SOURCES = {
+    "nccl": "2.22.3-1-1",
+    "openmpi": "5.0.7-1",
+    "packages": {"libnccl2": {"available": ["2.22.3-1-1"]}, "libnccl-dev": {"available": ["2.22.3-1-1"]},
+                 "openmpi-bin": {"available": ["5.0.7-1"]}, "libopenmpi-dev": {"available": ["5.0.7-1"]},
+                 "make": {"available": ["4.4.1-2"]}},
+    "index": None,
+}  # fmt: skip
+UBUNTU_24_SOURCES = {
+    "nccl": "2.23.4-1+cuda12.6",
+    "openmpi": "4.1.6-7ubuntu2",
+    # NVIDIA's NCCL is in its repository, not in Ubuntu's archive.
+    "packages": {"libnccl2": {"available": []}, "libnccl-dev": {"available": []},
+                 "openmpi-bin": {"available": ["4.1.6-7ubuntu2"]}, "libopenmpi-dev": {"available": ["4.1.6-7ubuntu2"]}},
+    "index": {"index_url": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/Packages.gz",
+              "packages": {"libnccl2": ["2.23.4-1+cuda12.6", "2.22.3-1+cuda12.6"],
+                           "libnccl-dev": ["2.23.4-1+cuda12.6", "2.22.3-1+cuda12.6"]}},
+}  # fmt: skip
+GPUS = {"ansible_facts": {"gpu": {"count": 8}}}
+NO_SMI = {"failed": False, "msg": "nvidia-smi was not found on this host (searched PATH and the sbin directories)"}
+DAEMON = ["x", "1", "1", "daemon", "/usr/sbin", "/usr/sbin/nologin"]
+
+
+def preflight(release=DEBIAN_13, sources=DEBIAN_13_SOURCES, account=None, gpu_read=GPUS, **params):
+    return nccl_tests_plan.preflight(
+        host="n1",
+        params={**VALID, "nccl_source": "distribution", "nccl_version": "", "pairs": False, "user": "gpuops-nccl",
+                **params},
+        hardware=H100,
+        published=PUBLISHED,
+        profiles=["hgx_h100_8gpu"],
+        groups={"pair": ["a", "b"]},
+        play_hosts=["a", "b"],
+        supported=ROLE_VARS["__nccl_tests_supported"],
+        nccl_packages=ROLE_VARS["__nccl_tests_nccl_packages"],
+        mpi_packages=ROLE_VARS["__nccl_tests_mpi_packages"],
+        account=account,
+        release=release,
+        sources=sources,
+        gpu_read=gpu_read,
+    )  # fmt: skip
+
+
+def test_a_node_as_wanted_has_no_problem_from_either_source():
+    assert preflight() == {"problems": []}
+    assert preflight(UBUNTU_24, UBUNTU_24_SOURCES, nccl_source="cuda_repo") == {"problems": []}
+
+
+def test_every_problem_of_an_unsupported_release_at_once():
+    """Its sources are not judged: they were not read (here: what another release's read left)."""
+    found = preflight(DEBIAN_12, DEBIAN_13_SOURCES, DAEMON, NO_SMI, source_checksum="", args=["-g", "8"])["problems"]
+    assert found == [
+        "nccl_tests_source_checksum is '': the nccl-tests source https://example/x.tar.gz must be verified. Fix: "
+        "nccl_tests_source_checksum: sha256:<64 hex digits>, the sha256sum of the tarball you reviewed, or a git "
+        "repository in nccl_tests_source_url with nccl_tests_source_commit.",
+        "nccl_tests_args sets -g: the role sets it (all GPUs of the node in a single-node run, one per rank across "
+        "nodes). Fix: remove -g and its value from nccl_tests_args.",
+        "n1: nccl_tests_user is gpuops-nccl, an existing account this role did not create (uid 1, shell "
+        "/usr/sbin/nologin): the role would change its shell and let the group's SSH key log into it on every node. "
+        "Nothing was changed. Fix: a name of its own (the default gpuops-nccl, which the role creates), or remove "
+        "that account.",
+        "nccl_tests_nccl_source is distribution (the OS's own libnccl2 and libnccl-dev), which this collection "
+        "supports on Debian 13 (contrib, NCCL 2.22.3); n1 runs Debian GNU/Linux 12 (bookworm) (ID=debian, "
+        "VERSION_ID=12). Fix: a Debian 13 node, or nccl_tests_nccl_source: cuda_repo on Ubuntu 22.04 or 24.04. "
+        "Debian 12 carries no NCCL, and NVIDIA publishes its NCCL packages for Ubuntu and RHEL. For a node to be "
+        "accepted without NCCL: gpuops_nccl_tests: false (site.yml skips this stage on it) and nccl.single_node and "
+        "nccl.pairs in acceptance_optional.",
+        "n1: nvidia-smi sees 0 of the 8 GPUs of profile hgx_h100_8gpu (nvidia-smi was not found on this host "
+        "(searched PATH and the sbin directories)): nccl-tests would fail with CUDA errors. Fix: the driver stage "
+        "(playbooks/driver.yml) first; the acceptance stage (playbooks/acceptance.yml) says which GPU checks fail.",
+    ]
+
+
+def test_every_problem_of_a_supported_release_at_once():
+    sources = {**UBUNTU_24_SOURCES, "nccl": "2.21.5-1+cuda12.4", "openmpi": "4.1.6-7ubuntu3"}
+    gpus = {"ansible_facts": {"gpu": {"count": 7}}}
+    found = preflight(UBUNTU_24, sources, None, gpus, nccl_source="cuda_repo", benchmarks=[])["problems"]
+    assert found == [
+        "nccl_tests_benchmarks is []. Fix: one or more of all_reduce_perf, all_gather_perf, reduce_scatter_perf, "
+        "alltoall_perf.",
+        "n1: NVIDIA's CUDA repository (https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/"
+        "Packages.gz) does not carry libnccl2=2.21.5-1+cuda12.4, libnccl-dev=2.21.5-1+cuda12.4 (it carries libnccl2 "
+        "2.23.4-1+cuda12.6 2.22.3-1+cuda12.6; libnccl-dev 2.23.4-1+cuda12.6 2.22.3-1+cuda12.6). Nothing was changed. "
+        "Fix: nccl_tests_nccl_version set to one of those versions (NVIDIA names its builds <NCCL "
+        "version>+cuda<CUDA version>), or a mirror that carries 2.21.5-1+cuda12.4.",
+        "n1: the package sources do not carry openmpi-bin=4.1.6-7ubuntu3, libopenmpi-dev=4.1.6-7ubuntu3 (available: "
+        "openmpi-bin 4.1.6-7ubuntu2; libopenmpi-dev 4.1.6-7ubuntu2). Fix: nccl_tests_nccl_version and "
+        "nccl_tests_openmpi_version set to available versions, or the package source that carries them (libnccl2 is "
+        "in Debian 13's contrib component: os_baseline's components; Open MPI in Ubuntu's universe).",
+        "n1: nvidia-smi sees 7 of the 8 GPUs of profile hgx_h100_8gpu: nccl-tests would fail with CUDA errors. Fix: "
+        "the driver stage (playbooks/driver.yml) first; the acceptance stage (playbooks/acceptance.yml) says which "
+        "GPU checks fail.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "release", "supported"),
+    [("distribution", DEBIAN_13, True), ("distribution", DEBIAN_12, False), ("distribution", UBUNTU_24, False),
+     ("cuda_repo", UBUNTU_24, True), ("cuda_repo", {**UBUNTU_24, "major": "22"}, True),
+     ("cuda_repo", {**UBUNTU_24, "major": "20"}, False), ("cuda_repo", DEBIAN_13, False),
+     # An os-release ID that names a dict method, and none at all.
+     ("distribution", {**DEBIAN_13, "id": "get"}, False), ("cuda_repo", {}, False)],
+)  # fmt: skip
+def test_the_releases_each_nccl_source_serves(source, release, supported):
+    sources = DEBIAN_13_SOURCES if source == "distribution" else UBUNTU_24_SOURCES
+    found = preflight(release, sources, nccl_source=source)["problems"]
+    assert (found == []) is supported
+    if not supported:
+        (problem,) = found
+        assert problem.startswith(f"nccl_tests_nccl_source is {source} (")
+
+
+def test_an_unknown_os_is_named_as_such():
+    (problem,) = preflight({}, None)["problems"]
+    assert "; n1 runs an unknown OS (ID=None, VERSION_ID=None). Fix: a Debian 13 node" in problem
+
+
+def test_the_distributions_nccl_and_open_mpi_against_its_archive():
+    packages = {**DEBIAN_13_SOURCES["packages"], "libnccl-dev": {"available": []}, "openmpi-bin": {"available": []}}
+    (problem,) = preflight(sources={**DEBIAN_13_SOURCES, "packages": packages})["problems"]
+    assert problem.startswith(
+        "n1: the package sources do not carry libnccl-dev=2.22.3-1-1, openmpi-bin=5.0.7-1 (available: libnccl2 "
+        "2.22.3-1-1; libnccl-dev none; openmpi-bin none; libopenmpi-dev 5.0.7-1). Fix: "
+    )
+
+
+def test_nvidias_nccl_is_judged_in_its_repository_not_in_the_archive():
+    # The archive carries no libnccl2 (UBUNTU_24_SOURCES); a repository that lacks one package names it alone.
+    index = {**UBUNTU_24_SOURCES["index"], "packages": {"libnccl2": ["2.23.4-1+cuda12.6"]}}
+    (problem,) = preflight(UBUNTU_24, {**UBUNTU_24_SOURCES, "index": index}, nccl_source="cuda_repo")["problems"]
+    assert "does not carry libnccl-dev=2.23.4-1+cuda12.6 (it carries libnccl2 2.23.4-1+cuda12.6; libnccl-dev none)" in (
+        problem
+    )
+
+
+def test_sources_not_read_are_not_judged():
+    assert preflight(sources=None) == {"problems": []}
+
+
+@pytest.mark.parametrize(
+    ("gpu_read", "said"),
+    [(GPUS, None), ({"ansible_facts": {"gpu": {"count": 9}}}, "n1: nvidia-smi sees 9 of the 8 GPUs"),
+     ({"ansible_facts": {"gpu": {"count": 0}}}, "n1: nvidia-smi sees 0 of the 8 GPUs of profile hgx_h100_8gpu: "),
+     (NO_SMI, "n1: nvidia-smi sees 0 of the 8 GPUs of profile hgx_h100_8gpu (nvidia-smi was not found on this host")],
+)  # fmt: skip
+def test_the_gpus_nvidia_smi_sees_are_the_profiles(gpu_read, said):
+    found = preflight(gpu_read=gpu_read)["problems"]
+    assert found == [] if said is None else found[0].startswith(said)
+
+
+def test_the_benchmark_account():
+    assert preflight(account=["x", "998", "998", nccl_tests_plan.USER_COMMENT, "/home/gpuops-nccl", "/bin/sh"]) == {
+        "problems": []
+    }
+    (problem,) = preflight(account=["x", "0", "0", "", "/root", "/bin/bash"], user="toor")["problems"]
+    assert problem.startswith("n1: nccl_tests_user toor is uid 0: ") and problem.endswith("(the role creates it).")
