@@ -13,13 +13,17 @@ from ansible_collections.gpuops.bringup.plugins.module_utils.kubernetes_node imp
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("variable", "path"))
+    _VALID_ARGS = frozenset(("variable", "path", "fail_on_problem"))
     _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(
-            argument_spec={"variable": {"type": "str", "required": True}, "path": {"type": "str", "default": ""}},
+            argument_spec={
+                "variable": {"type": "str", "required": True},
+                "path": {"type": "str", "default": ""},
+                "fail_on_problem": {"type": "bool", "default": True},
+            },
         )
         path = args["path"]
         # "" is the Kubernetes client's default, which kubernetes.core reads the same way.
@@ -29,11 +33,12 @@ class ActionModule(ActionBase):
         except OSError:
             stat = None
         error, warnings = kubeconfig_findings(args["variable"], path, stat, os.getuid())
-        result.update(changed=False, path=resolved if stat else None)
+        result.update(changed=False, path=resolved if stat else None, problem=error)
         if warnings:
             result["warnings"] = warnings
         if error:
-            result.update(failed=True, msg=error)
+            # fail_on_problem false: the caller reports it with its other problems (k8s_node's preflight).
+            result.update(failed=args["fail_on_problem"], msg=error)
         else:
             result["msg"] = f"{args['variable']}: {resolved if stat else 'no file yet (the client default)'}"
         return result

@@ -1,6 +1,7 @@
 # Copyright: gpuops.bringup contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The k8s_node role's decisions: its variables, the version skew, kubeadm's join command, labels, Ready."""
+"""The k8s_node role's decisions: its preflight (variables, version skew, the node), kubeadm's join command, labels,
+Ready."""
 
 from __future__ import annotations
 
@@ -9,15 +10,27 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.bringup.plugins.module_utils import kubernetes_node
 from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
 
-
-def k8s_node_input_problems(variables):
-    """Problems with k8s_node's variables, each naming the variable, the value and the fix; [] when none."""
-    return kubernetes_node.input_problems(plain(mapping(variables, "the role's variables", "k8s_node_input_problems")))
+PREFLIGHT = "k8s_node_preflight"
 
 
-def k8s_node_skew_problem(version, control_plane_version, where):
-    """The problem when the node's Kubernetes version may not join the control plane's; None when it may."""
-    return kubernetes_node.skew_problem(str(version), str(control_plane_version), str(where))
+def _fields(value, what, keys):
+    """The mapping's keys, each given: a missing one would otherwise be read as an empty table or read."""
+    found = plain(mapping(value, what, PREFLIGHT))
+    missing = [key for key in keys if key not in found]
+    if missing:
+        raise AnsibleFilterError(f"gpuops.bringup.{PREFLIGHT} needs {what} with {', '.join(missing)}")
+    return {key: found[key] for key in keys}
+
+
+def k8s_node_preflight(node, host, variables, tables, reads):
+    """k8s_node's preflight of one node: {problems}, every one at once (module_utils kubernetes_node)."""
+    return kubernetes_node.preflight(
+        host=str(host),
+        node=plain(mapping(node, "os_facts' gpuops_os", PREFLIGHT)),
+        variables=plain(mapping(variables, "the role's variables", PREFLIGHT)),
+        **_fields(tables, "the role's tables", ("supported", "kernel_modules", "sysctl")),
+        **_fields(reads, "the reads", ("inventory_hosts", "kubeconfig_problem", "control_plane")),
+    )
 
 
 def kubernetes_drain_leftovers(pods):
@@ -60,9 +73,8 @@ def k8s_node_verify_problems(read, node, version, packages, sandbox_image, nvidi
 class FilterModule:
     def filters(self):
         return {
-            "k8s_node_input_problems": k8s_node_input_problems,
+            PREFLIGHT: k8s_node_preflight,
             "kubernetes_drain_leftovers": kubernetes_drain_leftovers,
-            "k8s_node_skew_problem": k8s_node_skew_problem,
             "k8s_node_join_command": k8s_node_join_command,
             "k8s_node_labels": k8s_node_labels,
             "k8s_node_patch": k8s_node_patch,

@@ -1,7 +1,8 @@
 # Copyright: gpuops.bringup contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The k8s_node role's decisions as pure functions: its variables, the version skew, kubeadm's join command, the
-node's labels and taints, and the patch that brings a Node object to them.
+"""The k8s_node role's decisions as pure functions: its preflight (every problem of a node at once), its variables,
+the version skew, kubeadm's join command, the node's labels and taints, and the patch that brings a Node object to
+them.
 
 Formats are Kubernetes': bootstrap tokens `[a-z0-9]{6}.[a-z0-9]{16}` (kubeadm's BootstrapTokenPattern), CA hashes
 `sha256:<64 hex>` (kubeadm's pubkeypin), label keys and values as apimachinery's validation (IsQualifiedName,
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
+from ansible_collections.gpuops.bringup.plugins.module_utils.repositories import repository_problems
 
 # \Z, not $: "$" also matches before a trailing newline, which would then reach kubeadm's YAML and apt.
 TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}\Z")
@@ -217,6 +219,149 @@ def skew_problem(package_version, control_plane_version, where):
             f"v{cp[0]}.{cp[1] - 1} (and its repository)"
         )
     return None
+
+
+# The releases of vars/main.yml's __k8s_node_supported, in words.
+SUPPORTED_TEXT = "Debian 12 and 13 and Ubuntu 22.04 and 24.04"
+# The API client's error is shown up to this many characters: enough for the cause, not a page of traceback.
+API_ERROR_CHARS = 600
+
+
+def _sentence(text):
+    """text ending with a full stop: the problems are joined into one message, each its own sentence."""
+    return text if text.endswith(".") else f"{text}."
+
+
+def _truncated(text, limit):
+    """text cut at a word boundary to at most limit characters, with "..." where it was cut."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 3].rsplit(" ", 1)[0] + "..."
+
+
+def _skew(variables, control_plane):
+    """The version skew problem against the version given (k8s_node_control_plane_version) or, when it is "", the
+    API server's; None when the versions may join, or when there is nothing to compare: a malformed version is
+    input_problems' (fixing it comes first), an API not read is the kubeconfig's or the API's problem."""
+    version = variables.get("k8s_node_kubernetes_version")
+    given = variables.get("k8s_node_control_plane_version")
+    if not isinstance(version, str) or package_minor(version) is None or not isinstance(given, str):
+        return None
+    if given:
+        return skew_problem(version, given, "k8s_node_control_plane_version") if KUBE_VERSION.match(given) else None
+    if control_plane and control_plane.get("version") is not None:
+        return skew_problem(version, control_plane["version"], "the API server")
+    return None
+
+
+def _api_problem(kubeconfig, control_plane):
+    """The problem when the controller read the Kubernetes API and got an error instead of its version."""
+    if not control_plane or control_plane.get("version") is not None:
+        return None
+    used = (
+        f"k8s_node_kubeconfig {kubeconfig}"
+        if kubeconfig
+        else "the client default kubeconfig (k8s_node_kubeconfig is empty)"
+    )
+    error = _truncated(str(control_plane.get("error") or ""), API_ERROR_CHARS)
+    # The client's sentence ends the clause: its own full stop is not doubled ("..." where it was cut stays).
+    if error.endswith(".") and not error.endswith("..."):
+        error = error[:-1]
+    return (
+        f"The Kubernetes API could not be read from the controller with {used}: {error}. Fix: a kubeconfig on this "
+        "machine whose API server it reaches, with the rights to read and patch Nodes (the control plane's admin.conf)."
+    )
+
+
+def _control_plane_host_problem(cp_host, inventory_hosts):
+    """The problem when the host the token is created on (delegated to) is not in the inventory."""
+    if not isinstance(cp_host, str) or not cp_host or cp_host in inventory_hosts:
+        return None
+    return (
+        f'k8s_node_control_plane_host is "{cp_host}", not an inventory host: the role runs kubeadm token create '
+        "there. Fix: the inventory name of a control-plane host (with kubeadm and /etc/kubernetes/admin.conf)."
+    )
+
+
+def _repository_problem(variables):
+    """The Kubernetes repository's definition as the package_repository task gets it, checked for apt."""
+    found = repository_problems(
+        {
+            "name": "kubernetes",
+            "uris": [variables.get("k8s_node_repo_url")],
+            "suites": ["/"],
+            "key_url": variables.get("k8s_node_key_url"),
+            "key_fingerprint": variables.get("k8s_node_key_fingerprint"),
+            "key_sha256": variables.get("k8s_node_key_sha256"),
+        },
+        "apt",
+    )
+    if not found:
+        return None
+    return (
+        f"The Kubernetes repository's {'; '.join(found)}. Fix: the fingerprint the Kubernetes project publishes in "
+        "k8s_node_key_fingerprint (the role's default), and k8s_node_key_sha256 the sha256sum of the key file, "
+        'or "".'
+    )
+
+
+def _release_problem(host, release, supported):
+    """The problem when the node's OS release (os_facts' os) is not one of supported's."""
+    if release.get("major") in (supported.get(release.get("id")) or ()):
+        return None
+    return (
+        f"k8s_node supports {SUPPORTED_TEXT}; {host} runs {release.get('name') or 'an unknown OS'} "
+        f"(ID={release.get('id')}, VERSION_ID={release.get('version_id')}). Fix: a supported release, or leave this "
+        "node out of the Kubernetes stage."
+    )
+
+
+def _kubelet_problem(host, node, join, kernel_modules, sysctl):
+    """What stage 1 (os_baseline with gpuops_kubernetes_join: true) prepares for kubelet and the node lacks. Only a
+    node running its own kernel is read: a container's kernel, modules and swap belong to its host (verify says so)."""
+    missing = [] if join else ["gpuops_kubernetes_join is false"]
+    if (node.get("capabilities") or {}).get("own_kernel"):
+        modules = node.get("kernel_modules") or {}
+        missing += [f"{module} is not loaded" for module in kernel_modules if modules.get(module) == "absent"]
+        live = node.get("sysctl") or {}
+        missing += [
+            f"{key} is {'unset' if live.get(key) is None else live[key]}, not {value}"
+            for key, value in sysctl.items()
+            if live.get(key) is None or str(live[key]) != str(value)
+        ]
+        swaps = (node.get("swap") or {}).get("active") or []
+        if swaps:
+            missing.append(f"swap is on ({', '.join(str(area.get('device')) for area in swaps)})")
+    if not missing:
+        return None
+    return (
+        f"{host} is not ready for kubelet: {'; '.join(missing)}. Fix: run stage 1 (playbooks/baseline.yml) with "
+        "gpuops_kubernetes_join: true, which loads the modules at boot, sets the sysctls and turns swap off"
+        f"{'' if join else ' (gpuops_kubernetes_join is false now)'}."
+    )
+
+
+def preflight(
+    *, host, node, variables, supported, kernel_modules, sysctl, inventory_hosts, kubeconfig_problem, control_plane
+):
+    """{problems} of one node before any change, each a sentence naming the value and the fix; [] when none.
+
+    variables: the role's k8s_node_* and gpuops_kubernetes_join (a boolean). supported ({os-release ID: [majors]}),
+    kernel_modules and sysctl ({key: value}, what stage 1 prepares for kubelet): the role's tables (vars/main.yml).
+    node: os_facts' gpuops_os. inventory_hosts: every inventory host (where the token may be created).
+    kubeconfig_problem: the kubeconfig_check action's (None when the kubeconfig is usable). control_plane: the read of
+    the Kubernetes API, {version: its gitVersion, or None when the read failed, error: the client's message}, or
+    None when it was not read (the kubeconfig is not there, which its own problem says)."""
+    found = [
+        _skew(variables, control_plane),
+        _control_plane_host_problem(variables.get("k8s_node_control_plane_host"), inventory_hosts),
+        kubeconfig_problem,
+        _api_problem(variables.get("k8s_node_kubeconfig"), control_plane),
+        _repository_problem(variables),
+        _release_problem(host, node.get("os") or {}, supported),
+        _kubelet_problem(host, node, bool(variables.get("gpuops_kubernetes_join")), kernel_modules, sysctl),
+    ]
+    return {"problems": [_sentence(problem) for problem in input_problems(variables) + [p for p in found if p]]}
 
 
 def join_command(text):

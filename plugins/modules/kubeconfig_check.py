@@ -11,7 +11,8 @@ short_description: Check the kubeconfig the roles reach the Kubernetes API with,
 version_added: 0.1.0
 description:
   - Runs on the controller (an action plugin); connects to no host.
-  - Fails when O(path) names no file there, with the variable, the value and the fix.
+  - Fails when O(path) names no file there, with the variable, the value and the fix (in RV(problem) either way; with
+    O(fail_on_problem=false) the task does not fail, for a caller that reports it with its other problems).
   - Warns when the file (or, for an empty O(path), the client's default - C($K8S_AUTH_KUBECONFIG), else
     C(~/.kube/config)) is readable or writable by its group or others, or owned by another user than the one running
     Ansible - it holds the cluster's credentials.
@@ -27,6 +28,10 @@ options:
     description: The kubeconfig's path on the controller; empty for the client's default.
     type: str
     default: ""
+  fail_on_problem:
+    description: Whether a kubeconfig that cannot be used fails the task; false leaves it to the caller (RV(problem)).
+    type: bool
+    default: true
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
@@ -43,6 +48,10 @@ EXAMPLES = r"""
 RETURN = r"""
 path:
   description: The file the Kubernetes client will read, or null when there is none (an empty path, no default file).
+  returned: always
+  type: str
+problem:
+  description: Why the kubeconfig cannot be used (the variable, the value and the fix), or null when it can.
   returned: always
   type: str
 """

@@ -1,7 +1,9 @@
 """k8s_node's bad input fails in preflight, before any change, with a message naming the variable, the value and the
-fix. Every case is a variable check that needs no node: it runs against the machine running the tests, in check
-mode. The version skew case gives the control plane's version as k8s_node_control_plane_version (the Molecule
-scenario reads it from the API server instead).
+fix, every problem of the node in one failure. The cases run against the machine running the tests, in check mode:
+preflight reads it (os_facts) and the API (none answers here) before it judges, so what this machine lacks for
+kubelet (modules, swap) and the API's problem may join a case's list; each case checks its own sentences. The version
+skew cases give the control plane's version as k8s_node_control_plane_version (the Molecule scenario reads it from the
+API server instead).
 """
 
 from __future__ import annotations
@@ -102,6 +104,23 @@ CASES = {
     "control_plane_host_not_in_the_inventory": (
         {"k8s_node_control_plane_host": "cp-01", "k8s_node_control_plane_version": "v1.35.9"},
         ['k8s_node_control_plane_host is "cp-01", not an inventory host: the role runs kubeadm token create there.'],
+    ),
+    "every_problem_at_once": (
+        {
+            **VAULT,
+            "k8s_node_ca_cert_hash": "sha256:5538F945",
+            "k8s_node_labels": {"example.com/gpu pool": "training"},
+            "k8s_node_control_plane_host": "cp-01",
+            "k8s_node_control_plane_version": "v1.34.8",
+        },
+        [
+            'k8s_node_ca_cert_hash is "sha256:5538F945", not "sha256:" and the 64 lower-case hex digits of the '
+            "SHA-256 of the cluster CA's public key.",
+            "k8s_node_labels has 'example.com/gpu pool': 'training', not a valid Kubernetes label:",
+            "k8s_node_kubernetes_version is 1.35.9-1.1 (v1.35.9), newer than the control plane's v1.34.8 "
+            "(k8s_node_control_plane_version)",
+            'k8s_node_control_plane_host is "cp-01", not an inventory host: the role runs kubeadm token create there.',
+        ],
     ),
     "kubeconfig_missing_on_the_controller": (
         {**VAULT, "k8s_node_kubeconfig": "/nonexistent/admin.conf"},

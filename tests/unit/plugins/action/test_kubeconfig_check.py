@@ -1,4 +1,5 @@
-"""The kubeconfig_check action, run by ansible-playbook on the controller: missing fails, open to others warns."""
+"""The kubeconfig_check action, run by ansible-playbook on the controller: missing fails (or is returned, for a caller
+that reports it with its other problems), open to others warns."""
 
 from __future__ import annotations
 
@@ -16,15 +17,16 @@ PLAYBOOK = """\
       gpuops.bringup.kubeconfig_check:
         variable: k8s_node_kubeconfig
         path: "{{ kubeconfig }}"
+        fail_on_problem: "{{ fail_on_problem }}"
 """
 
 
-def check(tmp_path, env, kubeconfig):
+def check(tmp_path, env, kubeconfig, fail_on_problem=True):
     playbook = tmp_path / "check.yml"
     playbook.write_text(PLAYBOOK)
     proc = subprocess.run(
         ["ansible-playbook", "-i", "localhost,", "-c", "local", str(playbook),
-         "-e", json.dumps({"kubeconfig": kubeconfig})],
+         "-e", json.dumps({"kubeconfig": kubeconfig, "fail_on_problem": fail_on_problem})],
         cwd=ROOT, env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
@@ -57,3 +59,9 @@ def test_a_missing_kubeconfig_fails_naming_it(tmp_path, ansible_env):
     rc, result = check(tmp_path, ansible_env, "/nonexistent/admin.conf")
     assert rc != 0 and result["failed"] is True
     assert result["msg"].startswith('k8s_node_kubeconfig is "/nonexistent/admin.conf", which is not a file on the')
+
+
+def test_a_missing_kubeconfig_is_returned_to_a_caller_that_reports_it_with_its_other_problems(tmp_path, ansible_env):
+    rc, result = check(tmp_path, ansible_env, "/nonexistent/admin.conf", fail_on_problem=False)
+    assert rc == 0 and not result.get("failed")
+    assert result["problem"].startswith('k8s_node_kubeconfig is "/nonexistent/admin.conf", which is not a file on the')

@@ -1,5 +1,5 @@
-"""k8s_node's decisions (plugins/module_utils/kubernetes_node.py): variables, skew, kubeadm's join command, labels,
-the Node patch, Ready, verification.
+"""k8s_node's decisions (plugins/module_utils/kubernetes_node.py): the preflight (every problem of a node at once),
+variables, skew, kubeadm's join command, labels, the Node patch, Ready, verification.
 
 The join commands are real kubeadm outputs quoted in public threads (tests/fixtures/SOURCES.md); the Node objects
 are synthetic, in the API's shape.
@@ -7,10 +7,15 @@ are synthetic, in the API's shape.
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
+
 import pytest
+import yaml
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import kubernetes_node as kn
 
+ROOT = Path(__file__).resolve().parents[4]
 HASH = "sha256:44a68d4a2c2a86e05cc0d4ee8c9c6b64352c54e450021331c483561e45b34388"
 BASE = {
     "k8s_node_kubernetes_version": "1.31.4-1.1",
@@ -283,3 +288,250 @@ def test_kubeconfig_findings(path, stat, error, warnings):
     assert (found_error is None) == (error is None) and (error is None or found_error.startswith(error))
     assert len(found_warnings) == len(warnings)
     assert all(w in f for w, f in zip(warnings, found_warnings, strict=True))
+
+
+# --- preflight: every problem of a node at once --------------------------------------------------------------------
+
+# os_facts' gpuops_os of a Debian 13 node running its own kernel, as stage 1 leaves it for kubelet.
+GPUOPS_OS = {
+    "os": {"id": "debian", "major": "13", "version_id": "13", "name": "Debian GNU/Linux"},
+    "capabilities": {"own_kernel": True},
+    "kernel_modules": {"overlay": "loaded", "br_netfilter": "loaded"},
+    "sysctl": {"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1",
+               "net.bridge.bridge-nf-call-ip6tables": "1"},
+    "swap": {"active": [], "fstab": []},
+}  # fmt: skip
+# The role's defaults and a control plane in the inventory.
+VARIABLES = {
+    **BASE,
+    "k8s_node_kubernetes_version": "1.35.9-1.1",
+    "k8s_node_repo_url": "https://pkgs.k8s.io/core:/stable:/v1.35/deb",
+    "k8s_node_key_url": "https://pkgs.k8s.io/core:/stable:/v1.35/deb/Release.key",
+    "k8s_node_key_fingerprint": "DE15B14486CD377B9E876E1A234654DA9A296436",
+    "k8s_node_key_sha256": "",
+    "k8s_node_kubeconfig": "/srv/admin.conf",
+    "gpuops_kubernetes_join": True,
+}
+# roles/k8s_node/vars/main.yml's tables.
+TABLES = {
+    "supported": {"debian": ["12", "13"], "ubuntu": ["22", "24"]},
+    "kernel_modules": ["overlay", "br_netfilter"],
+    "sysctl": {"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1",
+               "net.bridge.bridge-nf-call-ip6tables": "1"},
+}  # fmt: skip
+READS = {"inventory_hosts": ["cp-01", "n1"], "kubeconfig_problem": None, "control_plane": {"version": "v1.35.9"}}
+
+SKEW_NEWER = (
+    "k8s_node_kubernetes_version is 1.35.9-1.1 (v1.35.9), newer than the control plane's v1.34.8 ({where}): a "
+    "kubelet must not be newer than the API server. Fix: k8s_node_kubernetes_version of v1.34 (and its repository), "
+    "or upgrade the control plane first."
+)
+CP_HOST = (
+    'k8s_node_control_plane_host is "cp-02", not an inventory host: the role runs kubeadm token create there. Fix: '
+    "the inventory name of a control-plane host (with kubeadm and /etc/kubernetes/admin.conf)."
+)
+KUBECONFIG = (
+    'k8s_node_kubeconfig is "/srv/admin.conf", which is not a file on the controller: the role reaches the '
+    "Kubernetes API (the Node, its labels, Ready, cordon and drain) from here. Fix: the path of the cluster's "
+    "kubeconfig on this machine"
+)
+API = (
+    "The Kubernetes API could not be read from the controller with k8s_node_kubeconfig /srv/admin.conf: {error}. "
+    "Fix: a kubeconfig on this machine whose API server it reaches, with the rights to read and patch Nodes (the "
+    "control plane's admin.conf)."
+)
+REPOSITORY = (
+    "The Kubernetes repository's key_fingerprint 'DE15' is not an OpenPGP fingerprint (40 hex digits, or 64 for a v6 "
+    "key); gpg --show-keys on the key from https://pkgs.k8s.io/core:/stable:/v1.35/deb/Release.key prints it. Fix: "
+    "the fingerprint the Kubernetes project publishes in k8s_node_key_fingerprint (the role's default), and "
+    'k8s_node_key_sha256 the sha256sum of the key file, or "".'
+)
+OS = (
+    "k8s_node supports Debian 12 and 13 and Ubuntu 22.04 and 24.04; n1 runs Rocky Linux (ID=rocky, VERSION_ID=9.4). "
+    "Fix: a supported release, or leave this node out of the Kubernetes stage."
+)
+STAGE_1_FIX = (
+    "Fix: run stage 1 (playbooks/baseline.yml) with gpuops_kubernetes_join: true, which loads the modules at boot, "
+    "sets the sysctls and turns swap off"
+)
+
+
+def gpuops_os(**changes):
+    """GPUOPS_OS with changes: os__id="rocky" sets GPUOPS_OS["os"]["id"]."""
+    state = copy.deepcopy(GPUOPS_OS)
+    for path, value in changes.items():
+        *parents, last = path.split("__")
+        target = state
+        for key in parents:
+            target = target[key]
+        target[last] = value
+    return state
+
+
+def preflight(state=None, reads=None, **variables):
+    return kn.preflight(
+        host="n1", node=GPUOPS_OS if state is None else state, variables={**VARIABLES, **variables}, **TABLES,
+        **{**READS, **(reads or {})},
+    )["problems"]  # fmt: skip
+
+
+def test_a_node_as_stage_1_leaves_it_with_good_variables_has_no_problem():
+    assert preflight() == []
+    # The version given instead of read, and a node given its token from the vault.
+    assert preflight(reads={"control_plane": None}, k8s_node_control_plane_version="v1.35.9") == []
+    assert preflight(k8s_node_control_plane_host="", k8s_node_join_token="abcdef.0123456789abcdef",
+                     k8s_node_ca_cert_hash=HASH, k8s_node_api_endpoint="cp.example:6443") == []  # fmt: skip
+
+
+def test_every_problem_at_once_each_a_sentence_with_its_fix():
+    state = gpuops_os(os__id="rocky", os__major="9", os__version_id="9.4", os__name="Rocky Linux",
+                      kernel_modules__br_netfilter="absent", swap__active=[{"device": "/swap.img"}])  # fmt: skip
+    problems = preflight(
+        state, {"kubeconfig_problem": KUBECONFIG, "control_plane": {"version": "v1.34.8"}},
+        k8s_node_ca_cert_hash="sha256:5538F945", k8s_node_labels={"example.com/gpu pool": "training"},
+        k8s_node_control_plane_host="cp-02", k8s_node_key_fingerprint="DE15", gpuops_kubernetes_join=False,
+    )  # fmt: skip
+    assert problems == [
+        'k8s_node_ca_cert_hash is "sha256:5538F945", not "sha256:" and the 64 lower-case hex digits of the SHA-256 of '
+        "the cluster CA's public key. Fix: the --discovery-token-ca-cert-hash value kubeadm prints, or openssl x509 "
+        "-pubkey -in /etc/kubernetes/pki/ca.crt | openssl pkey -pubin -outform der | sha256sum.",
+        "k8s_node_labels has 'example.com/gpu pool': 'training', not a valid Kubernetes label: its name 'gpu pool' "
+        "must be at most 63 characters, alphanumeric at both ends, with only '-', '_', '.' and alphanumerics inside. "
+        "Fix: e.g. example.com/pool: training.",
+        SKEW_NEWER.format(where="the API server"),
+        CP_HOST,
+        KUBECONFIG + ".",
+        REPOSITORY,
+        OS,
+        "n1 is not ready for kubelet: gpuops_kubernetes_join is false; br_netfilter is not loaded; swap is on "
+        f"(/swap.img). {STAGE_1_FIX} (gpuops_kubernetes_join is false now).",
+    ]
+
+
+def test_the_skew_names_where_the_control_planes_version_came_from():
+    # Given, it is the one compared, whatever the API says.
+    given = preflight(k8s_node_control_plane_version="v1.34.8")
+    assert given == [SKEW_NEWER.format(where="k8s_node_control_plane_version")]
+    assert preflight(reads={"control_plane": {"version": "v1.34.8"}}) == [SKEW_NEWER.format(where="the API server")]
+
+
+@pytest.mark.parametrize(
+    ("control_plane", "skewed"),
+    [("v1.35.0", False), ("v1.36.2", False), ("v1.37.0", True), ("v1.34.9", True), ("v2.35.0", True)],
+)
+def test_the_skew_boundaries_against_the_api_servers_version(control_plane, skewed):
+    """A kubelet of the control plane's minor or one older joins; a newer one, or two minors older, does not."""
+    problems = preflight(reads={"control_plane": {"version": control_plane}})
+    assert bool(problems) is skewed
+    assert all(f"the control plane's {control_plane} (the API server)" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        {"k8s_node_kubernetes_version": "1.35"},
+        {"k8s_node_kubernetes_version": 1.35},
+        {"k8s_node_control_plane_version": "1.34"},
+    ],
+)
+def test_a_version_input_problems_refuses_is_not_compared_too(variables):
+    (problem,) = preflight(reads={"control_plane": {"version": "v1.34.8"}}, **variables)
+    assert problem.startswith(f"{next(iter(variables))} is ")
+    assert "newer than" not in problem and "cannot compare" not in problem
+
+
+def test_an_api_that_could_not_be_read_is_a_problem_with_the_clients_error():
+    error = "Could not create API client: Invalid kube-config file. No configuration found."
+    # The client's full stop is not doubled.
+    assert preflight(reads={"control_plane": {"version": None, "error": error}}) == [API.format(error=error[:-1])]
+    (problem,) = preflight(reads={"control_plane": {"version": None, "error": error}}, k8s_node_kubeconfig="")
+    assert problem.startswith(
+        "The Kubernetes API could not be read from the controller with the client default kubeconfig "
+        "(k8s_node_kubeconfig is empty): Could not create API client"
+    )
+
+
+def test_a_long_api_error_is_cut_at_a_word():
+    (problem,) = preflight(reads={"control_plane": {"version": None, "error": "word " * 200}})
+    shown = problem.split("/srv/admin.conf: ", 1)[1].split(". Fix:", 1)[0]
+    assert len(shown) <= kn.API_ERROR_CHARS and shown.endswith("word...")
+    (problem,) = preflight(reads={"control_plane": {"version": None, "error": "x" * kn.API_ERROR_CHARS}})
+    assert "x" * kn.API_ERROR_CHARS + ". Fix:" in problem
+
+
+def test_an_api_not_read_is_no_problem_of_its_own():
+    """Not read: the version is given, or the kubeconfig is not there (its problem stands for both)."""
+    assert preflight(reads={"control_plane": None, "kubeconfig_problem": KUBECONFIG}) == [KUBECONFIG + "."]
+
+
+@pytest.mark.parametrize(("host", "listed"), [("cp-01", True), ("cp-02", False), ("", True), ("CP-01", False)])
+def test_the_control_plane_host_must_be_an_inventory_host(host, listed):
+    problems = preflight(k8s_node_control_plane_host=host, **({} if host else {
+        "k8s_node_join_token": "abcdef.0123456789abcdef", "k8s_node_ca_cert_hash": HASH,
+        "k8s_node_api_endpoint": "cp.example:6443"}))  # fmt: skip
+    assert (problems == []) is listed
+    assert listed or problems == [CP_HOST.replace("cp-02", host)]
+
+
+def test_the_repository_key_pin():
+    assert preflight(k8s_node_key_fingerprint="DE15") == [REPOSITORY]
+    (problem,) = preflight(k8s_node_key_fingerprint="", k8s_node_key_sha256="")
+    assert problem.startswith(
+        "The Kubernetes repository's key_url https://pkgs.k8s.io/core:/stable:/v1.35/deb/Release.key needs its pin"
+    )
+    # The sha256 alone pins it too.
+    assert preflight(k8s_node_key_fingerprint="", k8s_node_key_sha256="a" * 64) == []
+
+
+@pytest.mark.parametrize(
+    ("os_id", "major", "supported"),
+    [("debian", "12", True), ("debian", "13", True), ("debian", "11", False), ("ubuntu", "22", True),
+     ("ubuntu", "24", True), ("ubuntu", "20", False), ("rocky", "9", False), (None, None, False)],
+)  # fmt: skip
+def test_the_supported_releases(os_id, major, supported):
+    problems = preflight(gpuops_os(os__id=os_id, os__major=major))
+    assert (problems == []) is supported
+
+
+def test_an_unknown_os_is_named_so():
+    (problem,) = preflight(gpuops_os(os={}))
+    assert problem.startswith(
+        "k8s_node supports Debian 12 and 13 and Ubuntu 22.04 and 24.04; n1 runs an unknown OS (ID=None, "
+        "VERSION_ID=None)."
+    )
+
+
+def test_the_supported_releases_in_words_are_the_roles_table():
+    """SUPPORTED_TEXT names vars/main.yml's __k8s_node_supported: a release added there needs its words here."""
+    table = yaml.safe_load((ROOT / "roles" / "k8s_node" / "vars" / "main.yml").read_text())["__k8s_node_supported"]
+    assert table == TABLES["supported"] == {"debian": ["12", "13"], "ubuntu": ["22", "24"]}
+
+
+@pytest.mark.parametrize(
+    ("changes", "missing"),
+    [
+        ({"kernel_modules__overlay": "absent"}, "overlay is not loaded"),
+        # Built into the kernel is as good as loaded.
+        ({"kernel_modules__overlay": "builtin"}, None),
+        ({"sysctl__net.ipv4.ip_forward": "0"}, "net.ipv4.ip_forward is 0, not 1"),
+        # br_netfilter's keys do not exist while it is not loaded.
+        ({"sysctl__net.bridge.bridge-nf-call-iptables": None}, "net.bridge.bridge-nf-call-iptables is unset, not 1"),
+        ({"swap__active": [{"device": "/dev/sda2"}, {"device": "/swapfile"}]}, "swap is on (/dev/sda2, /swapfile)"),
+        # Swap listed in fstab but off is stage 1's to keep off, not kubelet's problem.
+        ({"swap__fstab": ["/dev/sda2 none swap sw 0 0"]}, None),
+    ],
+)
+def test_what_stage_1_prepares_for_kubelet_one_at_a_time(changes, missing):
+    problems = preflight(gpuops_os(**changes))
+    expected = f"n1 is not ready for kubelet: {missing}. {STAGE_1_FIX}."
+    assert problems == ([expected] if missing else [])
+
+
+def test_a_container_is_not_read_for_kubelet_but_the_join_setting_still_is():
+    """A container's kernel, modules and swap are its host's (verify says so); gpuops_kubernetes_join is the node's."""
+    state = gpuops_os(capabilities__own_kernel=False, kernel_modules__overlay="absent", swap__active=[{"device": "/x"}])
+    assert preflight(state) == []
+    assert preflight(state, gpuops_kubernetes_join=False) == [
+        f"n1 is not ready for kubelet: gpuops_kubernetes_join is false. {STAGE_1_FIX} (gpuops_kubernetes_join is false "
+        "now)."
+    ]
