@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from preflight_harness import CaseRun, assert_fails_with, local_cases, run_local
+from preflight_harness import CaseRun, assert_fails_with, bench_nodes, local_cases, node_cases, run_local
 
 PLAYBOOK = Path(__file__).with_name("k8s_node_preflight.yml")
 TAG = "k8s_node_preflight"
@@ -160,4 +160,37 @@ def test_an_api_the_controller_cannot_reach_fails_in_preflight(tmp_path: Path) -
     assert_fails_with(proc, "localhost", [
         f"The Kubernetes API could not be read from the controller with k8s_node_kubeconfig {kubeconfig}:",
         "Fix: a kubeconfig on this machine whose API server it reaches, with the rights to read and patch Nodes",
+    ])  # fmt: skip
+
+
+# Bench nodes posed as other OSes by their os-release (tests/fixtures/os-release), as the other roles' OS cases are.
+RELEASE_NODES = {"ubuntu2204": "ubuntu-22.04", "ubuntu2404": "ubuntu-24.04", "rocky9": "rocky-9.3"}
+OS_REFUSED = "k8s_node supports Debian 12 and 13 and Ubuntu 22.04 and 24.04;"
+# A problem of the node's own, so that the run stops in preflight with the node's whole list of problems.
+CA_HASH_PROBLEM = 'k8s_node_ca_cert_hash is "sha256:5538F945", not "sha256:"'
+
+
+@pytest.fixture(scope="module")
+def release_run(tmp_path_factory) -> CaseRun:
+    specs = [{"name": name, "image": "debian13"} for name in RELEASE_NODES]
+    with bench_nodes(tmp_path_factory, "k8s-preflight", specs) as started:
+        for node, release in RELEASE_NODES.items():
+            started.os_release(node, release)
+        cases = {node: (node, {**VAULT, "k8s_node_ca_cert_hash": "sha256:5538F945"}) for node in RELEASE_NODES}
+        yield CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("releases"), node_cases(started.inventory, cases))
+
+
+@pytest.mark.parametrize("node", ["ubuntu2204", "ubuntu2404"])
+def test_ubuntu_nodes_pass_the_os_check(release_run: CaseRun, node: str) -> None:
+    """Ubuntu 22.04 and 24.04 (their containerd 1.7 from the archive) are accepted: the node's list of problems holds
+    the case's own and not the OS release."""
+    release_run.assert_fails_with(node, [CA_HASH_PROBLEM])
+    assert OS_REFUSED not in release_run.text(node)
+
+
+def test_a_node_of_another_os_is_refused_with_its_release(release_run: CaseRun) -> None:
+    release_run.assert_fails_with("rocky9", [
+        CA_HASH_PROBLEM,
+        f"{OS_REFUSED} rocky9 runs Rocky Linux 9.3 (Blue Onyx) (ID=rocky, VERSION_ID=9.3). Fix: a supported "
+        "release, or leave this node out of the Kubernetes stage.",
     ])  # fmt: skip
