@@ -38,7 +38,6 @@ import tarfile
 import tempfile
 import time
 import urllib.request
-import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -611,57 +610,43 @@ def build_standin_sources() -> tuple[dict, dict]:
     return published, commits
 
 
-def _git_object(objects: dict, kind: str, data: bytes) -> bytes:
-    body = f"{kind} {len(data)}".encode() + b"\0" + data
-    sha = hashlib.sha1(body, usedforsecurity=False).digest()
-    objects[sha.hex()] = zlib.compress(body)
-    return sha
-
-
-def _git_tree(objects: dict, files: dict) -> bytes:
-    # Entries sorted as git sorts them: a directory by its name followed by "/".
-    entries, subdirs = [], {}
-    for name, data in files.items():
-        head, rest = name.split("/", 1) if "/" in name else (name, "")
-        if rest:
-            subdirs.setdefault(head, {})[rest] = data
-        else:
-            entries.append((name, b"100644", _git_object(objects, "blob", data)))
-    entries += [(name + "/", b"40000", _git_tree(objects, sub)) for name, sub in subdirs.items()]
-    body = b"".join(mode + b" " + name.rstrip("/").encode() + b"\0" + sha for name, mode, sha in sorted(entries))
-    return _git_object(objects, "tree", body)
-
-
 def publish_git_repository(target: Path, files: dict) -> str:
-    """A bare git repository of one commit holding `files`, written without git: loose objects, refs/heads/main,
-    HEAD and the info/refs file git's dumb HTTP protocol reads. The commit (fixed author, committer and time) is the
-    same until a file changes, so tests can pin it; the repository is rewritten only then. Returns the commit."""
-    objects: dict = {}
-    tree = _git_tree(objects, files)
-    who = "gpuops.bringup test bench <bench@gpuops.test> 0 +0000"
-    message = "gpuops bench stand-in (tests/standins/README.md)\n"
-    commit = _git_object(objects, "commit", f"tree {tree.hex()}\nauthor {who}\ncommitter {who}\n\n{message}".encode())
-    head = target / "refs" / "heads" / "main"
-    if head.is_file() and head.read_text().strip() == commit.hex():
-        return commit.hex()
+    """A bare git repository of one commit holding `files`, made with git's plumbing, with the info/refs file git's
+    dumb HTTP protocol reads. The commit (fixed author, committer and time) is the same until a file changes, so tests
+    can pin it; the repository is rewritten only then. Returns the commit."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent))
-    for sha, data in objects.items():
-        (staging / "objects" / sha[:2]).mkdir(parents=True, exist_ok=True)
-        (staging / "objects" / sha[:2] / sha[2:]).write_bytes(data)
-    (staging / "objects" / "info").mkdir(parents=True, exist_ok=True)
-    (staging / "objects" / "info" / "packs").write_text("")
-    (staging / "refs" / "heads").mkdir(parents=True)
-    (staging / "refs" / "heads" / "main").write_text(commit.hex() + "\n")
-    (staging / "info").mkdir()
-    (staging / "info" / "refs").write_text(f"{commit.hex()}\trefs/heads/main\n")
-    (staging / "HEAD").write_text("ref: refs/heads/main\n")
+    who = {"NAME": "gpuops.bringup test bench", "EMAIL": "bench@gpuops.test", "DATE": "@0 +0000"}
+    env = {
+        **os.environ,
+        **{f"GIT_{role}_{key}": value for role in ("AUTHOR", "COMMITTER") for key, value in who.items()},
+        "GIT_DIR": str(staging),
+        "GIT_INDEX_FILE": str(staging / "index"),
+    }
+
+    def git(*args: str, data: bytes | None = None) -> str:
+        return subprocess.run(["git", *args], input=data, env=env, capture_output=True, check=True).stdout.decode()
+
+    # No template: the served tree holds the repository alone (no sample hooks).
+    git("init", "--quiet", "--bare", "--template=", "--initial-branch=main")
+    for name, data in files.items():
+        blob = git("hash-object", "-w", "--stdin", data=data).strip()
+        git("update-index", "--add", "--cacheinfo", f"100644,{blob},{name}")
+    tree = git("write-tree").strip()
+    commit = git("commit-tree", tree, "-m", "gpuops bench stand-in (tests/standins/README.md)").strip()
+    head = target / "refs" / "heads" / "main"
+    if head.is_file() and head.read_text().strip() == commit:
+        shutil.rmtree(staging)
+        return commit
+    git("update-ref", "refs/heads/main", commit)
+    git("update-server-info")
+    (staging / "index").unlink()
     for path in staging.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     staging.chmod(0o755)
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
-    return commit.hex()
+    return commit
 
 
 def build_standin_package(source: Path, repo: Path, path: str, versions: list[str], spec: dict) -> list[str]:
