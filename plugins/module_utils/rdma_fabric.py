@@ -1,9 +1,9 @@
 # Copyright: gpuops.bringup contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rdma_fabric role's decisions: whether nvidia-peermem is usable for each kernel the node boots, and which GID
-index NCCL should use on a RoCE port.
+"""The rdma_fabric role's decisions: its preflight of a node (every problem at once), whether nvidia-peermem is usable
+for each kernel the node boots, and which GID index NCCL should use on a RoCE port.
 
-Pure functions over what rdma_fabric_facts read, so unit tests give them node states as data tables.
+Pure functions over what preflight and rdma_fabric_facts read, so unit tests give them node states as data tables.
 
 GPUDirect RDMA needs nvidia-peermem built against the ib_core the node loads. The NVIDIA driver's DKMS build
 compiles it against whatever ib_core it finds: the kernel's own (inbox rdma-core) or, once DOCA-OFED is installed,
@@ -19,7 +19,7 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import apt
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, repositories
 
 PEERMEM_SUFFIX = "-peermem"
 DOCA_KERNEL_PACKAGE = "mlnx-ofed-kernel-dkms"
@@ -234,12 +234,17 @@ def _interface_problems(index, interface):
     return problems
 
 
+def _true(value):
+    """A boolean variable as the command line may give it too ("true", "yes")."""
+    return str(value).lower() in ("true", "yes", "on", "1")
+
+
 def input_problems(v, doca_releases, ports):
     """Problems with rdma_fabric's variables (a mapping of them) that their grammar alone (module_utils variables)
     does not see: between variables, against the hardware profile's ports and the DOCA releases the role has a table
     for, and the interfaces' entries. Each names the variable, the value and the fix."""
     problems = []
-    stack, peermem = v["rdma_fabric_stack"], str(v["rdma_fabric_peermem"]).lower() in ("true", "yes", "on", "1")
+    stack, peermem = v["rdma_fabric_stack"], _true(v["rdma_fabric_peermem"])
     if stack == "none" and peermem:
         problems.append(
             "rdma_fabric_peermem is true but rdma_fabric_stack is none: nvidia-peermem registers GPU memory with an "
@@ -271,6 +276,232 @@ def input_problems(v, doca_releases, ports):
     for name in dict.fromkeys(n for n in names if names.count(n) > 1):
         problems.append(f"rdma_fabric_interfaces names {name} more than once. Fix: one entry per interface.")
     return problems
+
+
+def _get(data, *keys):
+    """data[key][key]..., None where a level is missing or no mapping."""
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+def _ports(hardware):
+    """The RDMA ports a hardware profile expects (gpuops_hardware.infiniband.ports; 0 when it names none)."""
+    return _whole(_get(hardware, "infiniband", "ports")) or 0
+
+
+def fabric_hcas(hardware, devices):
+    """NCCL_IB_HCA: the RDMA devices (ib_facts' devices) with a port on the profile's link layer (not, say, a
+    BlueField's Ethernet bond on an InfiniBand node); none on a profile without RDMA ports."""
+    if not _ports(hardware):
+        return []
+    layer = _get(hardware, "infiniband", "link_layer")
+    return [
+        device["name"]
+        for device in devices or []
+        if any(port.get("link_layer") == layer for port in device.get("ports") or [])
+    ]
+
+
+def network_tool(chosen, lines):
+    """The tool the fabric interfaces are written for: rdma_fabric_network_tool, or for auto NetworkManager where it
+    runs, else netplan where /etc/netplan holds the node's configuration, else systemd-networkd.
+
+    lines: what preflight's read of the node printed (networkmanager=<state>, netplan_configs=<count>, has=<command>).
+    """
+    if chosen != "auto":
+        return chosen
+    if "networkmanager=active" in lines:
+        return "networkmanager"
+    if "has=netplan" in lines and "netplan_configs=0" not in lines:
+        return "netplan"
+    return "systemd-networkd"
+
+
+def _gpudirect_problem(host, peer_name, hardware, peer):
+    """Both ends of a GPUDirect bandwidth check need GPU memory; the peer's end is judged where the inventory knows
+    its profile (a peer outside it is the peer check's problem)."""
+    without = []
+    if not _whole(_get(hardware, "gpu", "count")):
+        without.append(f"{host} ({hardware.get('profile')})")
+    theirs = peer.get("hardware")
+    if peer_name != host and isinstance(theirs, dict) and not _whole(_get(theirs, "gpu", "count")):
+        without.append(f"{peer_name} ({theirs.get('profile')})")
+    if not without:
+        return None
+    return (
+        f"rdma_fabric_perftest_gpudirect is required but the hardware profile of {' and '.join(without)} has no GPU "
+        "(gpuops_hardware.gpu.count is 0): there is no GPU memory to measure with. Nothing was changed. Fix: a peer "
+        "and a node of GPU profiles, or rdma_fabric_perftest_gpudirect: auto (host memory there, named in the result)."
+    )
+
+
+def _peer_problem(host, peer_name, hardware, peer):
+    """Why the bandwidth peer cannot serve this node's ib_write_bw run, or None."""
+    layer, theirs = _get(hardware, "infiniband", "link_layer"), _get(peer.get("hardware"), "infiniband", "link_layer")
+    if peer_name == host:
+        return "that is this node itself"
+    if not peer.get("in_play"):
+        return "not a host of this play"
+    if not _ports(hardware):
+        return f"the hardware profile {hardware.get('profile')} expects no RDMA ports"
+    if theirs != layer:
+        return f"its fabric is {theirs}, this one {layer}: ib_write_bw needs both ends on one link layer"
+    return None
+
+
+def _os_problems(host, variables, node, tables):
+    """The node's OS against the stack: apt for the inbox stack, a directory of the DOCA release for DOCA."""
+    stack, release = variables["rdma_fabric_stack"], _get(node, "os") or {}
+    name = release.get("name") or "an unknown OS"
+    if stack == "inbox" and release.get("package_manager") != "apt":
+        return [
+            "rdma_fabric_stack is inbox, which this collection installs with apt (Debian, Ubuntu: rdma-core, "
+            f"ibverbs-providers, ibverbs-utils, infiniband-diags, perftest); {host} runs {name} (package manager "
+            f"{release.get('package_manager')}). Nothing was changed. Fix: an apt-based node, or install the RDMA "
+            "stack with the OS's own tools and set rdma_fabric_stack: none."
+        ]
+    version = variables["rdma_fabric_doca_version"]
+    # A release without a table is input_problems'; its OS directories are unknown.
+    if stack == "doca" and version in tables["doca_releases"] and not tables["doca_dir"]:
+        return [
+            f"rdma_fabric_stack is doca with rdma_fabric_doca_version {version}, which NVIDIA publishes for "
+            f"{', '.join(tables['doca_releases'][version])}; {host} runs {name} ({release.get('id')}"
+            f"{release.get('version_id')}). Nothing was changed. Fix: rdma_fabric_stack: inbox (the OS's own "
+            "rdma-core), or a DOCA release published for this OS."
+        ]
+    return []
+
+
+def _peermem_problem(host, stack, peermem, kernels):
+    """Whether nvidia-peermem can be loaded: with DOCA, OFED is installed next and the driver rebuilt after it
+    (install), so only a driver must exist here."""
+    status = peermem.get("status")
+    if status == "ready" or (stack == "doca" and status != "no_driver"):
+        return None
+    if status == "no_driver":
+        return (
+            f"rdma_fabric_peermem is true but {host} has no NVIDIA driver built by DKMS for its kernels "
+            f"({', '.join(kernels)}): nvidia-peermem comes with the driver's build. Nothing was changed. Fix: run "
+            "playbooks/driver.yml first (site.yml runs it before this stage), or rdma_fabric_peermem: false for a node "
+            "without GPUDirect RDMA."
+        )
+    return (
+        f"{host}: nvidia-peermem is not usable: {'; '.join(peermem.get('problems') or [])}. Nothing was changed. Fix: "
+        "rebuild the driver (playbooks/driver.yml) after the RDMA stack is installed."
+    )
+
+
+def _doca(host, variables, node, reads):
+    """(problem or None, the DOCA profile's version to install, reboot reasons) from the release's repository as
+    preflight read it: its key against the pins first, since an untrusted index says nothing about the profile."""
+    index, installed = reads["doca_index"], reads.get("doca_installed")
+    problem = repositories.key_problem(
+        host=host,
+        index=index,
+        pins="rdma_fabric_doca_key",
+        fingerprint=variables["rdma_fabric_doca_key_fingerprint"],
+        sha256=variables.get("rdma_fabric_doca_key_sha256") or "",
+        fix="point gpuops_mirror_url at a mirror holding NVIDIA's key, or correct the pins.",
+    )
+    if problem:
+        return problem, None, []
+    plan = doca_plan(
+        index.get("packages") or {},
+        installed,
+        variables["rdma_fabric_doca_profile"],
+        variables["rdma_fabric_doca_version"],
+        index["index_url"].rsplit("/", 1)[0] + "/",
+        host,
+    )
+    if plan["problem"]:
+        return plan["problem"], None, []
+    # Decided now, before the install changes what is on disk. A container's kernel is its host's: no reboot.
+    reason = (
+        doca_reboot_reason(_get(reads, "fabric", "ib_core") or {}, installed, plan["version"], host)
+        if _get(node, "capabilities", "own_kernel")
+        else None
+    )
+    return (
+        None,
+        plan["version"],
+        [f"{reason} (and an nvidia-peermem built against them) load only at the next boot"] if reason else [],
+    )
+
+
+def preflight(*, host, variables, hardware, node, reads, peer, tables):
+    """rdma_fabric's preflight of one node, every problem at once: {problems, reboot_reasons, doca_version,
+    network_tool, hcas}. A check whose input another problem makes meaningless (DOCA's OS for a release without a
+    table, the peer's HCAs when the peer itself is wrong) does not run then.
+
+    variables: the role's rdma_fabric_*; hardware: gpuops_hardware; node: os_facts' gpuops_os; reads: what preflight
+    read, none of it changing anything - fabric (rdma_fabric_facts' facts), network (the network tool read's lines;
+    None without interfaces), doca_index and doca_installed (repository_index's result for the release and the
+    profile's installed version; None where DOCA's repository was not read: not DOCA, or a release or OS without a
+    directory, or no key pinned), devices (ib_facts' devices; None on a profile without RDMA ports); peer: the
+    bandwidth peer as hostvars show it - in_play, hardware (None outside the inventory), devices; tables: doca_releases
+    (release -> OS directories), doca_dir (the node's directory of the release, "" when none), network_tools (tool ->
+    the command it needs).
+
+    reboot_reasons: why DOCA-OFED's install needs a reboot (the reboot gate's); doca_version: the profile's version
+    to install (None without DOCA); network_tool: the tool the interfaces are written for ("" without interfaces);
+    hcas: the node's fabric HCAs (NCCL_IB_HCA).
+    """
+    stack, peer_name = variables["rdma_fabric_stack"], variables["rdma_fabric_perftest_peer"]
+    interfaces = variables["rdma_fabric_interfaces"]
+    problems = input_problems(
+        {**variables, "profile": hardware.get("profile")}, list(tables["doca_releases"]), _ports(hardware)
+    )
+    peer_problem = None
+    if peer_name:
+        if variables["rdma_fabric_perftest_gpudirect"] == "required":
+            problems.append(_gpudirect_problem(host, peer_name, hardware, peer))
+        peer_problem = _peer_problem(host, peer_name, hardware, peer)
+        if peer_problem:
+            problems.append(
+                f'rdma_fabric_perftest_peer is "{peer_name}": {peer_problem}. Nothing was changed. Fix: an inventory '
+                'host of the same hardware profile in this play, or rdma_fabric_perftest_peer: "".'
+            )
+    problems += _os_problems(host, variables, node, tables)
+    tool = ""
+    # An interfaces value that is no list is input_problems'; the read ran for any non-empty one.
+    if isinstance(interfaces, list) and interfaces:
+        chosen, lines = variables["rdma_fabric_network_tool"], reads.get("network") or []
+        tool = network_tool(chosen, lines)
+        command = tables["network_tools"][tool]
+        if f"has={command}" not in lines:
+            problems.append(
+                f"rdma_fabric_interfaces names {len(interfaces)} interfaces for {tool} (rdma_fabric_network_tool: "
+                f"{chosen}), but {host} has no {command}. Nothing was changed. Fix: rdma_fabric_network_tool set to "
+                "the tool that owns this node's network (auto picks it), or install that tool."
+            )
+    # Without a stack, nvidia-peermem is input_problems' (nothing to register GPU memory with).
+    if _true(variables["rdma_fabric_peermem"]) and stack != "none":
+        kernels = _get(node, "kernel", "installed") or []
+        problems.append(_peermem_problem(host, stack, _get(reads, "fabric", "peermem") or {}, kernels))
+    doca_version, reboot_reasons = None, []
+    if stack == "doca" and reads.get("doca_index") is not None:
+        problem, doca_version, reboot_reasons = _doca(host, variables, node, reads)
+        problems.append(problem)
+    hcas = fabric_hcas(hardware, reads.get("devices"))
+    if peer_name and not peer_problem:
+        without = ([host] if not hcas else []) + (
+            [peer_name] if not fabric_hcas(peer.get("hardware"), peer.get("devices")) else []
+        )
+        if without:
+            problems.append(
+                f'rdma_fabric_perftest_peer is "{peer_name}" but {" and ".join(without)} shows no RDMA device with a '
+                f"port on {_get(hardware, 'infiniband', 'link_layer')}. Nothing was changed. Fix: bring the fabric up "
+                '(verify without the bandwidth check names what is missing), or rdma_fabric_perftest_peer: "".'
+            )
+    return {
+        # The checks give None for no problem.
+        "problems": [p for p in problems if p],
+        "reboot_reasons": reboot_reasons,
+        "doca_version": doca_version,
+        "network_tool": tool,
+        "hcas": hcas,
+    }
 
 
 def port_report(node, hardware, facts):

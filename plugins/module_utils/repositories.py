@@ -165,6 +165,26 @@ def list_problems(repos, kind):
     return [f"[{index}] {problem}" for index, repo in enumerate(repos) for problem in repository_problems(repo, kind)]
 
 
+def key_problem(*, host, index, pins, fingerprint, sha256, fix):
+    """Why a repository's signing key, as repository_index read it before the repository is added, is not the one
+    its pins name, or None: the key file must hold exactly the pinned primary key (spaces and case in the pin do not
+    matter) and, when a SHA-256 is pinned too, have that digest.
+
+    index: repository_index's result (key_url, key_fingerprints, key_sha256, key_problem); pins: the pins' prefix
+    (<pins>_fingerprint, <pins>_sha256) for the message; fix: the sentence after "Fix:".
+    """
+    pinned = str(fingerprint).replace(" ", "").upper()
+    found = index.get("key_fingerprints")
+    if found == [pinned] and (not sha256 or index.get("key_sha256") == str(sha256).lower()):
+        return None
+    holds = ", ".join(found) if found else f"no key ({index.get('key_problem')})"
+    also = f" and {pins}_sha256 {sha256}" if sha256 else ""
+    return (
+        f"{host}: the signing key {index.get('key_url')} holds {holds} with SHA-256 {index.get('key_sha256')}, but "
+        f"{pins}_fingerprint is {pinned}{also}: refusing to trust it. Nothing was changed. Fix: {fix}"
+    )
+
+
 def deb822(uris, suites, components, signed_by, architectures=(), description=""):
     """A deb822 .sources stanza. A flat repository (suite ending in /) has no components."""
     lines = [HEADER.rstrip("\n")]

@@ -115,7 +115,7 @@ LOCAL_CASES = {
         given(NDR, rdma_fabric_perftest_peer="gpu-node-99"),
         ['rdma_fabric_perftest_peer is "gpu-node-99": not a host of this play. Nothing was changed.'],
     ),
-    # A storage node's profile: fabric, no GPU. The check comes before the peer's (which is not in this play).
+    # A storage node's profile: fabric, no GPU (the peer, not in this play, is a problem of its own).
     "perftest_gpudirect_required_without_gpus": (
         given(
             dict(NDR, profile="storage_ndr", gpu={"count": 0}),
@@ -144,6 +144,28 @@ LOCAL_CASES = {
             "rdma_fabric_interfaces names 1 interfaces for networkmanager (rdma_fabric_network_tool: networkmanager), "
             "but {host} has no nmcli. Nothing was changed. Fix: rdma_fabric_network_tool set to the tool that owns "
             "this node's network (auto picks it), or install that tool."
+        ],
+    ),
+    # Independent problems of the variables, the peer, the OS, the network tool and the driver in one failure, so
+    # one round of fixes clears the node.
+    "every_problem_at_once": (
+        given(
+            rdma_fabric_stack="doca",
+            rdma_fabric_peermem=True,
+            rdma_fabric_interfaces=[{"name": "ib0", "kind": "infiniband"}],
+            rdma_fabric_network_tool="networkmanager",
+            rdma_fabric_perftest_peer="gpu-node-99",
+        ),
+        [
+            "rdma_fabric_stack is doca but rdma_fabric_doca_key_fingerprint is empty: the DOCA repository is never "
+            "trusted without its signing key pinned.",
+            ' | rdma_fabric_interfaces[0] (ib0) has kind "infiniband".',
+            ' | rdma_fabric_perftest_peer is "gpu-node-99": not a host of this play.',
+            " | rdma_fabric_stack is doca with rdma_fabric_doca_version 3.1.0, which NVIDIA publishes for ubuntu22.04, "
+            "ubuntu24.04; {host} runs Debian GNU/Linux 12 (bookworm) (debian12).",
+            " | rdma_fabric_interfaces names 1 interfaces for networkmanager (rdma_fabric_network_tool: "
+            "networkmanager), but {host} has no nmcli.",
+            " | rdma_fabric_peermem is true but {host} has no NVIDIA driver built by DKMS for its kernels",
         ],
     ),
     "network_tool_unknown": (

@@ -99,6 +99,14 @@ def test_repository_problems(repos, kind, problems):
     assert SOURCES["repository_problems"](repos, kind) == problems
 
 
+def test_repository_key_problem_is_empty_for_the_pinned_key():
+    index = {"key_url": "http://m/k.pub", "key_fingerprints": ["ABCD"], "key_sha256": "aa11", "key_problem": None}
+    assert SOURCES["repository_key_problem"](index, "n1", "p", "abcd", "", "fix.") == ""
+    assert SOURCES["repository_key_problem"](index, "n1", "p", "EEEE", "", "fix.").startswith("n1: the signing key")
+    with pytest.raises(AnsibleFilterError, match="repository_key_problem needs repository_index's result"):
+        SOURCES["repository_key_problem"]([], "n1", "p", "ABCD", "", "fix.")
+
+
 # What os_facts read on the bench's Debian 12 node.
 LIVE = {
     "net.ipv4.ip_forward": normalize_sysctl((SYS / "net/ipv4/ip_forward").read_text()),

@@ -235,3 +235,368 @@ def test_input_problems(changes, expected):
     assert len(problems) == len(expected), problems
     for problem, text in zip(problems, expected, strict=True):
         assert problem.startswith(text), problems
+
+
+# The preflight of one node: a GPU node of an NDR InfiniBand profile on Debian 12 with its driver built, every read
+# as preflight hands it over, and changes of it per case.
+HOST = "gpu-node-01"
+PEER = "gpu-node-02"
+NDR = {
+    "profile": "hgx_h100_8gpu",
+    "gpu": {"count": 8},
+    "infiniband": {"ports": 8, "rate_gbps": 400, "link_layer": "InfiniBand"},
+}
+STORAGE = {"profile": "storage_ndr", "gpu": {"count": 0}, "infiniband": NDR["infiniband"]}
+# A ConnectX on the fabric and a BlueField's Ethernet bond, which is no fabric HCA.
+DEVICES = [
+    {"name": "mlx5_0", "ports": [{"link_layer": "InfiniBand", "state": "active"}]},
+    {"name": "mlx5_bond_0", "ports": [{"link_layer": "Ethernet", "state": "active"}]},
+]
+DEBIAN_12 = {
+    "os": {
+        "name": "Debian GNU/Linux 12 (bookworm)",
+        "id": "debian",
+        "version_id": "12",
+        "package_manager": "apt",
+    },
+    "kernel": {"installed": [K1, K2]},
+    "capabilities": {"own_kernel": True},
+}
+ROCKY_9 = {
+    "os": {"name": "Rocky Linux 9.3 (Blue Onyx)", "id": "rocky", "version_id": "9.3", "package_manager": "dnf"},
+    "kernel": {"installed": ["5.14.0-362.8.1.el9_3.x86_64"]},
+    "capabilities": {"own_kernel": True},
+}
+VARIABLES = {
+    "rdma_fabric_stack": "inbox",
+    "rdma_fabric_peermem": True,
+    "rdma_fabric_doca_version": "3.1.0",
+    "rdma_fabric_doca_key_fingerprint": "",
+    "rdma_fabric_doca_key_sha256": "",
+    "rdma_fabric_doca_profile": "doca-ofed",
+    "rdma_fabric_interfaces": [],
+    "rdma_fabric_network_tool": "auto",
+    "rdma_fabric_perftest_peer": "",
+    "rdma_fabric_perftest_gpudirect": "auto",
+}
+FABRIC = {
+    "peermem": {"module": "nvidia-tesla-535-peermem", "status": "ready", "problems": []},
+    "ib_core": {"loaded": True, "version": None, "srcversion": "A1", "installed_srcversion": None},
+}
+READS = {"fabric": FABRIC, "network": None, "doca_index": None, "doca_installed": None, "devices": DEVICES}
+NO_PEER = {"in_play": False, "hardware": None, "devices": None}
+A_PEER = {"in_play": True, "hardware": NDR, "devices": DEVICES}
+TABLES = {
+    "doca_releases": {"2.9.0": ["debian12.5", "ubuntu22.04", "ubuntu24.04"], "3.1.0": ["ubuntu22.04", "ubuntu24.04"]},
+    "doca_dir": "",
+    "network_tools": {"systemd-networkd": "networkctl", "netplan": "netplan", "networkmanager": "nmcli"},
+}
+FINGERPRINT = "ABCD0123"
+DOCA_URL = "http://m/linux.mellanox.com/public/repo/doca/2.9.0/debian12.5/x86_64/"
+DOCA_INDEX = {
+    "packages": {
+        "doca-ofed": ["2.9.0-1"],
+        "doca-roce": [],
+        "doca-all": [],
+        rdma_fabric.DOCA_KERNEL_PACKAGE: ["24.10-OFED.24.10.1.1.4.1"],
+    },
+    "index_url": DOCA_URL + "Packages.gz",
+    "key_url": "http://m/linux.mellanox.com/public/repo/doca/GPG-KEY-Mellanox.pub",
+    "key_fingerprints": [FINGERPRINT],
+    "key_sha256": "aa11",
+    "key_problem": None,
+}
+# DOCA 2.9.0 on Debian 12 with its key pinned, the repository read.
+DOCA = {
+    "variables": {
+        "rdma_fabric_stack": "doca",
+        "rdma_fabric_doca_version": "2.9.0",
+        "rdma_fabric_doca_key_fingerprint": FINGERPRINT,
+    },
+    "reads": {"doca_index": DOCA_INDEX},
+    "tables": {"doca_dir": "debian12.5"},
+}
+NETWORK = ["networkmanager=inactive", "netplan_configs=0", "has=networkctl"]
+
+
+def judge(variables=None, hardware=NDR, node=DEBIAN_12, reads=None, peer=NO_PEER, tables=None):
+    return rdma_fabric.preflight(
+        host=HOST,
+        variables={**VARIABLES, **(variables or {})},
+        hardware=hardware,
+        node=node,
+        reads={**READS, **(reads or {})},
+        peer=peer,
+        tables={**TABLES, **(tables or {})},
+    )
+
+
+def problems(**case):
+    return judge(**case)["problems"]
+
+
+def test_a_clean_node_has_no_problem():
+    assert judge() == {
+        "problems": [],
+        "reboot_reasons": [],
+        "doca_version": None,
+        "network_tool": "",
+        "hcas": ["mlx5_0"],
+    }
+
+
+PEERMEM_NO_DRIVER = (
+    f"rdma_fabric_peermem is true but {HOST} has no NVIDIA driver built by DKMS for its kernels ({K1}, {K2}): "
+    "nvidia-peermem comes with the driver's build. Nothing was changed. Fix: run playbooks/driver.yml first (site.yml "
+    "runs it before this stage), or rdma_fabric_peermem: false for a node without GPUDirect RDMA."
+)
+NO_DRIVER = {"fabric": {**FABRIC, "peermem": {"module": None, "status": "no_driver", "problems": []}}}
+INBOX_ON_DNF = (
+    "rdma_fabric_stack is inbox, which this collection installs with apt (Debian, Ubuntu: rdma-core, "
+    f"ibverbs-providers, ibverbs-utils, infiniband-diags, perftest); {HOST} runs Rocky Linux 9.3 (Blue Onyx) (package "
+    "manager dnf). Nothing was changed. Fix: an apt-based node, or install the RDMA stack with the OS's own tools and "
+    "set rdma_fabric_stack: none."
+)
+DOCA_ON_DEBIAN = (
+    "rdma_fabric_stack is doca with rdma_fabric_doca_version 3.1.0, which NVIDIA publishes for ubuntu22.04, "
+    f"ubuntu24.04; {HOST} runs Debian GNU/Linux 12 (bookworm) (debian12). Nothing was changed. Fix: "
+    "rdma_fabric_stack: inbox (the OS's own rdma-core), or a DOCA release published for this OS."
+)
+NO_NMCLI = (
+    "rdma_fabric_interfaces names 1 interfaces for networkmanager (rdma_fabric_network_tool: networkmanager), but "
+    f"{HOST} has no nmcli. Nothing was changed. Fix: rdma_fabric_network_tool set to the tool that owns this node's "
+    "network (auto picks it), or install that tool."
+)
+NO_KEY_PIN = "rdma_fabric_stack is doca but rdma_fabric_doca_key_fingerprint is empty"
+NO_TABLE = 'rdma_fabric_doca_version is "2.0.0", a DOCA release this collection has no table for.'
+
+
+def peer_said(problem):
+    return (
+        f'rdma_fabric_perftest_peer is "{PEER}": {problem}. Nothing was changed. Fix: an inventory host of the same '
+        'hardware profile in this play, or rdma_fabric_perftest_peer: "".'
+    )
+
+
+def gpudirect_said(without):
+    return (
+        f"rdma_fabric_perftest_gpudirect is required but the hardware profile of {without} has no GPU "
+        "(gpuops_hardware.gpu.count is 0): there is no GPU memory to measure with. Nothing was changed. Fix: a peer "
+        "and a node of GPU profiles, or rdma_fabric_perftest_gpudirect: auto (host memory there, named in the result)."
+    )
+
+
+def hcas_said(without):
+    return (
+        f'rdma_fabric_perftest_peer is "{PEER}" but {without} shows no RDMA device with a port on InfiniBand. Nothing '
+        "was changed. Fix: bring the fabric up (verify without the bandwidth check names what is missing), or "
+        'rdma_fabric_perftest_peer: "".'
+    )
+
+
+WITH_PEER = {"rdma_fabric_perftest_peer": PEER}
+REQUIRED = {**WITH_PEER, "rdma_fabric_perftest_gpudirect": "required"}
+ETHERNET = {**NDR, "infiniband": {**NDR["infiniband"], "link_layer": "Ethernet"}}
+NO_PORTS = {**NDR, "infiniband": {"ports": 0, "rate_gbps": 0, "link_layer": "InfiniBand"}}
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        # nvidia-peermem: a driver build is needed; with the inbox stack a usable one.
+        ({"reads": NO_DRIVER}, [PEERMEM_NO_DRIVER]),
+        ({"reads": NO_DRIVER, "variables": {"rdma_fabric_peermem": False}}, []),
+        (
+            {"reads": {"fabric": {**FABRIC, "peermem": {"status": "problem", "problems": ["kernel x lacks it"]}}}},
+            [
+                f"{HOST}: nvidia-peermem is not usable: kernel x lacks it. Nothing was changed. Fix: rebuild the "
+                "driver (playbooks/driver.yml) after the RDMA stack is installed."
+            ],
+        ),
+        # With DOCA, OFED comes next and the driver is rebuilt after it: a driver is enough here.
+        ({**DOCA, "reads": {**DOCA["reads"], "fabric": {**FABRIC, "peermem": {"status": "problem"}}}}, []),
+        ({**DOCA, "reads": {**DOCA["reads"], **NO_DRIVER}}, [PEERMEM_NO_DRIVER]),
+        # Without a stack, nvidia-peermem is the variables' problem alone, not also the driver's.
+        (
+            {"reads": NO_DRIVER, "hardware": NO_PORTS, "variables": {"rdma_fabric_stack": "none"}},
+            ["rdma_fabric_peermem is true but rdma_fabric_stack is none"],
+        ),
+        # The OS: apt for the inbox stack, a directory of the DOCA release.
+        ({"node": ROCKY_9}, [INBOX_ON_DNF]),
+        ({"node": ROCKY_9, "variables": {"rdma_fabric_stack": "none", "rdma_fabric_peermem": False}}, [
+            "rdma_fabric_stack is none but the hardware profile hgx_h100_8gpu expects 8 RDMA ports."]),
+        (
+            {"variables": {"rdma_fabric_stack": "doca", "rdma_fabric_doca_key_fingerprint": FINGERPRINT}},
+            [DOCA_ON_DEBIAN],
+        ),
+        # A release without a table has no OS list to judge the node against; one without its key pinned no read.
+        (
+            {"variables": {"rdma_fabric_stack": "doca", "rdma_fabric_doca_version": "2.0.0",
+                           "rdma_fabric_doca_key_fingerprint": FINGERPRINT}},
+            [NO_TABLE],
+        ),
+        (
+            {"variables": {**DOCA["variables"], "rdma_fabric_doca_key_fingerprint": ""}, "tables": DOCA["tables"]},
+            [NO_KEY_PIN],
+        ),
+        # The network tool's command.
+        (
+            {"variables": {"rdma_fabric_interfaces": [{"name": "ib0", "kind": "ipoib"}],
+                           "rdma_fabric_network_tool": "networkmanager"}, "reads": {"network": NETWORK}},
+            [NO_NMCLI],
+        ),
+        (
+            {"variables": {"rdma_fabric_interfaces": [{"name": "ib0", "kind": "ipoib"}]},
+             "reads": {"network": NETWORK}},
+            [],
+        ),
+        # An interfaces value that is no list is the variables' problem only.
+        ({"variables": {"rdma_fabric_interfaces": "ib0"}, "reads": {"network": NETWORK}}, [
+            'rdma_fabric_interfaces is "ib0", not a list.']),
+        # The bandwidth peer.
+        ({"variables": WITH_PEER, "peer": A_PEER}, []),
+        ({"variables": {"rdma_fabric_perftest_peer": HOST}, "peer": A_PEER}, [
+            f'rdma_fabric_perftest_peer is "{HOST}": that is this node itself.']),
+        ({"variables": WITH_PEER, "peer": {**A_PEER, "in_play": False}}, [peer_said("not a host of this play")]),
+        (
+            {"variables": WITH_PEER, "peer": A_PEER, "hardware": NO_PORTS},
+            [peer_said("the hardware profile hgx_h100_8gpu expects no RDMA ports")],
+        ),
+        (
+            {"variables": WITH_PEER, "peer": {**A_PEER, "hardware": ETHERNET}},
+            [peer_said("its fabric is Ethernet, this one InfiniBand: ib_write_bw needs both ends on one link layer")],
+        ),
+        # Both ends need a fabric HCA.
+        ({"variables": WITH_PEER, "peer": A_PEER, "reads": {"devices": DEVICES[1:]}}, [hcas_said(HOST)]),
+        ({"variables": WITH_PEER, "peer": {**A_PEER, "devices": None}}, [hcas_said(PEER)]),
+        ({"variables": WITH_PEER, "peer": {**A_PEER, "devices": []}, "reads": {"devices": []}}, [
+            hcas_said(f"{HOST} and {PEER}")]),
+        # Required GPUDirect: GPUs on both ends (the peer's where the inventory knows its profile).
+        ({"variables": REQUIRED, "peer": A_PEER}, []),
+        ({"variables": REQUIRED, "peer": A_PEER, "hardware": STORAGE}, [gpudirect_said(f"{HOST} (storage_ndr)")]),
+        ({"variables": REQUIRED, "peer": {**A_PEER, "hardware": STORAGE}}, [gpudirect_said(f"{PEER} (storage_ndr)")]),
+        (
+            {"variables": REQUIRED, "peer": {**A_PEER, "hardware": STORAGE}, "hardware": STORAGE},
+            [gpudirect_said(f"{HOST} (storage_ndr) and {PEER} (storage_ndr)")],
+        ),
+        (
+            {"variables": REQUIRED, "hardware": STORAGE},
+            [gpudirect_said(f"{HOST} (storage_ndr)"), peer_said("not a host of this play")],
+        ),
+        ({"variables": {**REQUIRED, "rdma_fabric_perftest_gpudirect": "auto"}, "peer": {**A_PEER, "hardware": STORAGE}},
+         []),
+    ],
+)  # fmt: skip
+def test_each_problem_alone(case, expected):
+    found = problems(**case)
+    assert len(found) == len(expected), found
+    for problem, text in zip(found, expected, strict=True):
+        assert problem.startswith(text), found
+
+
+@pytest.mark.parametrize(
+    ("count", "required_fails"),
+    [(0, True), ("0", True), (None, True), (1, False), ("1", False)],
+)
+def test_gpu_count_boundary(count, required_fails):
+    hardware = {**NDR, "gpu": {"count": count}}
+    assert bool(problems(variables=REQUIRED, peer=A_PEER, hardware=hardware)) is required_fails
+
+
+@pytest.mark.parametrize(("ports", "peer_fails"), [(0, True), ("0", True), (1, False), ("8", False)])
+def test_port_count_boundary(ports, peer_fails):
+    hardware = {**NDR, "infiniband": {**NDR["infiniband"], "ports": ports}}
+    assert bool(problems(variables=WITH_PEER, peer=A_PEER, hardware=hardware)) is peer_fails
+
+
+@pytest.mark.parametrize(
+    ("chosen", "lines", "tool"),
+    [
+        ("netplan", ["networkmanager=active"], "netplan"),
+        ("auto", ["networkmanager=active", "netplan_configs=2", "has=netplan"], "networkmanager"),
+        ("auto", ["networkmanager=inactive", "netplan_configs=1", "has=netplan"], "netplan"),
+        # netplan installed but the node's configuration is elsewhere; or configurations without netplan.
+        ("auto", ["networkmanager=inactive", "netplan_configs=0", "has=netplan"], "systemd-networkd"),
+        ("auto", ["networkmanager=inactive", "netplan_configs=1"], "systemd-networkd"),
+        ("auto", [], "systemd-networkd"),
+    ],
+)
+def test_network_tool(chosen, lines, tool):
+    assert rdma_fabric.network_tool(chosen, lines) == tool
+    variables = {"rdma_fabric_interfaces": [{"name": "ib0", "kind": "ipoib"}], "rdma_fabric_network_tool": chosen}
+    assert judge(variables=variables, reads={"network": lines})["network_tool"] == tool
+
+
+def test_fabric_hcas():
+    assert rdma_fabric.fabric_hcas(NDR, DEVICES) == ["mlx5_0"]
+    assert rdma_fabric.fabric_hcas(ETHERNET, DEVICES) == ["mlx5_bond_0"]
+    # A profile without RDMA ports has none, whatever an earlier read left; a read that did not happen finds none.
+    assert rdma_fabric.fabric_hcas(NO_PORTS, DEVICES) == []
+    assert rdma_fabric.fabric_hcas(NDR, None) == []
+    assert rdma_fabric.fabric_hcas(None, DEVICES) == []
+
+
+def test_doca_gives_the_version_and_the_reboot():
+    found = judge(**DOCA)
+    assert found["problems"] == []
+    assert found["doca_version"] == "2.9.0-1"
+    assert found["reboot_reasons"] == [
+        f"{HOST} runs its kernel's own ib_core: DOCA-OFED's kernel modules (and an nvidia-peermem built against them) "
+        "load only at the next boot"
+    ]
+    # A container's kernel is its host's; OFED's ib_core already running needs none.
+    in_a_container = {**DEBIAN_12, "capabilities": {"own_kernel": False}}
+    assert judge(**DOCA, node=in_a_container)["reboot_reasons"] == []
+    running = {
+        **FABRIC,
+        "ib_core": {"loaded": True, "version": "24.10", "srcversion": "A", "installed_srcversion": "A"},
+    }
+    assert judge(**{**DOCA, "reads": {**DOCA["reads"], "fabric": running}})["reboot_reasons"] == []
+
+
+def test_doca_key_other_than_the_pin_is_judged_before_the_profile():
+    index = {**DOCA_INDEX, "key_fingerprints": ["EEEE"], "packages": {}}
+    found = judge(**{**DOCA, "reads": {"doca_index": index}})
+    # One problem: an index under a key not trusted says nothing of the profiles it carries.
+    assert found["problems"] == [
+        f"{HOST}: the signing key {DOCA_INDEX['key_url']} holds EEEE with SHA-256 aa11, but "
+        f"rdma_fabric_doca_key_fingerprint is {FINGERPRINT}: refusing to trust it. Nothing was changed. Fix: point "
+        "gpuops_mirror_url at a mirror holding NVIDIA's key, or correct the pins."
+    ]
+    assert (found["doca_version"], found["reboot_reasons"]) == (None, [])
+
+
+def test_doca_profile_the_release_lacks():
+    found = judge(**{**DOCA, "variables": {**DOCA["variables"], "rdma_fabric_doca_profile": "doca-all"}})
+    assert found["problems"] == [
+        f"{HOST}: rdma_fabric_doca_profile is doca-all, which the DOCA 2.9.0 repository ({DOCA_URL}) does not carry "
+        "(it carries doca-ofed). Nothing was changed. Fix: rdma_fabric_doca_profile: doca-ofed, or copy that profile "
+        "into the mirror."
+    ]
+    assert (found["doca_version"], found["reboot_reasons"]) == (None, [])
+
+
+def test_every_problem_at_once():
+    """Independent problems of the variables, the OS, the network tool, the driver and the peer, in one judgment."""
+    found = problems(
+        variables={
+            "rdma_fabric_stack": "doca",
+            "rdma_fabric_interfaces": [{"name": "ib0", "kind": "infiniband"}],
+            "rdma_fabric_network_tool": "networkmanager",
+            **REQUIRED,
+        },
+        hardware=STORAGE,
+        reads={**NO_DRIVER, "network": NETWORK},
+        peer={**A_PEER, "in_play": False},
+    )
+    assert found == [
+        NO_KEY_PIN + ": the DOCA repository is never trusted without its signing key pinned. Fix: the fingerprint of "
+        "GPG-KEY-Mellanox.pub as NVIDIA publishes it.",
+        'rdma_fabric_interfaces[0] (ib0) has kind "infiniband". Fix: kind: ipoib (an InfiniBand port) or kind: roce '
+        "(an Ethernet port).",
+        gpudirect_said(f"{HOST} (storage_ndr)"),
+        peer_said("not a host of this play"),
+        DOCA_ON_DEBIAN,
+        NO_NMCLI,
+        PEERMEM_NO_DRIVER,
+    ]

@@ -290,3 +290,42 @@ def test_yum_repo_checks_signatures_and_lists_every_baseurl():
 @pytest.mark.parametrize(("key", "armored"), [("gpuops-bench.asc", True), ("gpuops-bench.gpg", False)])
 def test_is_armored(key, armored):
     assert repositories.is_armored((FIXTURES / "keys" / key).read_bytes()) is armored
+
+
+INDEX = {"key_url": "http://m/k.pub", "key_fingerprints": ["ABCD"], "key_sha256": "aa11", "key_problem": None}
+FIX = "correct the pins."
+
+
+@pytest.mark.parametrize(
+    ("index", "fingerprint", "sha256", "problem"),
+    [
+        # The pin's spaces and case do not matter, nor the SHA-256's case.
+        (INDEX, "ab cd", "", None),
+        (INDEX, "ABCD", "AA11", None),
+        (
+            INDEX,
+            "ABCD",
+            "bb22",
+            "n1: the signing key http://m/k.pub holds ABCD with SHA-256 aa11, but p_fingerprint is ABCD and p_sha256 "
+            "bb22: refusing to trust it. Nothing was changed. Fix: correct the pins.",
+        ),
+        # Another key, or one more than the pinned one: the file must hold exactly the pinned key.
+        (
+            dict(INDEX, key_fingerprints=["EEEE", "ABCD"]),
+            "abcd",
+            "",
+            "n1: the signing key http://m/k.pub holds EEEE, ABCD with SHA-256 aa11, but p_fingerprint is ABCD: "
+            "refusing to trust it. Nothing was changed. Fix: correct the pins.",
+        ),
+        (
+            dict(INDEX, key_fingerprints=None, key_problem="not an OpenPGP key"),
+            "ABCD",
+            "",
+            "n1: the signing key http://m/k.pub holds no key (not an OpenPGP key) with SHA-256 aa11, but p_fingerprint "
+            "is ABCD: refusing to trust it. Nothing was changed. Fix: correct the pins.",
+        ),
+    ],
+)
+def test_key_problem(index, fingerprint, sha256, problem):
+    found = repositories.key_problem(host="n1", index=index, pins="p", fingerprint=fingerprint, sha256=sha256, fix=FIX)
+    assert found == problem

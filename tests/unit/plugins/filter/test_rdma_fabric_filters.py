@@ -1,0 +1,46 @@
+"""The rdma_fabric_* filters as Jinja calls them (through FilterModule): the preflight's arguments as templates hand
+them over."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.bringup.plugins.filter import rdma_fabric
+
+FILTERS = rdma_fabric.FilterModule().filters()
+NODE = {"os": {"name": "Debian GNU/Linux 13 (trixie)", "id": "debian", "version_id": "13", "package_manager": "apt"}}
+VARIABLES = {
+    "rdma_fabric_stack": "inbox",
+    "rdma_fabric_peermem": False,
+    "rdma_fabric_doca_version": "3.1.0",
+    "rdma_fabric_doca_key_fingerprint": "",
+    "rdma_fabric_doca_key_sha256": "",
+    "rdma_fabric_doca_profile": "doca-ofed",
+    "rdma_fabric_interfaces": [],
+    "rdma_fabric_network_tool": "auto",
+    "rdma_fabric_perftest_peer": "",
+    "rdma_fabric_perftest_gpudirect": "auto",
+}
+HARDWARE = {"profile": "bench_container", "infiniband": {"ports": 0, "rate_gbps": 0, "link_layer": "InfiniBand"}}
+READS = {"fabric": {"peermem": {"status": "no_driver"}}, "network": None, "doca_index": None, "devices": None}
+PEER = {"in_play": False, "hardware": None, "devices": None}
+TABLES = {"doca_releases": {"3.1.0": ["ubuntu24.04"]}, "doca_dir": "", "network_tools": {}}
+
+
+def test_the_filters_are_registered():
+    assert sorted(FILTERS) == ["rdma_fabric_ports", "rdma_fabric_preflight"]
+
+
+def test_preflight_of_a_node_without_a_fabric():
+    found = FILTERS["rdma_fabric_preflight"](NODE, "n1", VARIABLES, HARDWARE, READS, PEER, TABLES)
+    assert found == {"problems": [], "reboot_reasons": [], "doca_version": None, "network_tool": "", "hcas": []}
+
+
+@pytest.mark.parametrize("position", range(6))
+def test_preflight_names_an_argument_that_is_no_mapping(position):
+    arguments = [NODE, VARIABLES, HARDWARE, READS, PEER, TABLES]
+    arguments[position] = []
+    node, *rest = arguments
+    with pytest.raises(AnsibleFilterError, match=r"gpuops\.bringup\.rdma_fabric_preflight needs .* \(a mapping\)"):
+        FILTERS["rdma_fabric_preflight"](node, "n1", *rest)
