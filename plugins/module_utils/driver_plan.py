@@ -7,8 +7,8 @@ GPUs on the PCI bus, choose_packages() the package set and exact versions of a
 branch, kernel_targets() the kernels DKMS must build for and the headers that
 takes, install_problems() what already installed stands in the way. Each
 returns a problem message (naming the variable, the value and the fix) instead
-of raising, so preflight asserts can show it; the filters in
-plugins/filter/driver.py expose them to the role.
+of raising, so that preflight (module_utils driver_preflight, through the
+filters in plugins/filter/driver.py) reports it with the node's other problems.
 
 A branch table (the role's vars/<OS>.yml) maps a branch ("535") to its
 default flavour and its tracks: package sets a source carries for that branch
@@ -451,7 +451,8 @@ def install_problems(table, info, plan, broken, companions, runfile, manager="ap
     driver from NVIDIA's .run installer, is a problem. Another NVIDIA driver installed from the table's packages
     (another branch, version, track or flavour) is an upgrade: {from (a phrase for messages), remove (the installed
     packages of the table the plan does not keep, to purge before the install: another track or flavour conflicts
-    with the plan's)}; None when the plan's driver is the installed one or none is.
+    with the plan's)}; None when the plan's driver is the installed one or none is, and when there is no plan (None:
+    none could be resolved, and what is in the way is still told).
     """
     kmods, known = table_packages(table)
     known = set(known) | set(companions)
@@ -470,6 +471,8 @@ def install_problems(table, info, plan, broken, companions, runfile, manager="ap
             "a driver installed with NVIDIA's .run installer is on this node (/usr/bin/nvidia-uninstall): it "
             "conflicts with packaged drivers. Fix: remove it with nvidia-uninstall, reboot, then run again."
         )
+        return result
+    if plan is None:
         return result
     others = []
     for name in kmods:

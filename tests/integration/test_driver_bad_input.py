@@ -93,6 +93,23 @@ LOCAL_CASES = {
         {"nvidia_driver_flavor": "nouveau"},
         ["value of nvidia_driver_flavor must be one of: auto, open, proprietary, got: nouveau"],
     ),
+    # The variables', the controller's and the node's problems in one failure, so one round of fixes clears the node.
+    "every_problem_at_once": (
+        {
+            "nvidia_driver_branch": "R535",
+            "nvidia_driver_drain": "hook",
+            "nvidia_driver_undrain_hook": "/nonexistent/undrain.yml",
+            "nvidia_driver_kubeconfig": "/nonexistent/admin.conf",
+            "nvidia_driver_fabricmanager": True,
+        },
+        [
+            'nvidia_driver_branch is "R535", not a driver branch. Fix: the branch number as a string',
+            " | nvidia_driver_drain is hook but nvidia_driver_drain_hook is empty.",
+            ' | nvidia_driver_undrain_hook is "/nonexistent/undrain.yml", which is no task file on the controller',
+            ' | nvidia_driver_kubeconfig is "/nonexistent/admin.conf", which is not a file on the controller',
+            " | nvidia_driver_fabricmanager is true but {host} has no NVSwitch: none on its PCI bus",
+        ],
+    ),
 }
 
 # node -> (image, simulated hardware profile); each case names its node.
@@ -283,6 +300,18 @@ NODE_CASES = {
         [
             "{host} needs NVIDIA's CUDA repository (the driver: nvidia_driver_source is cuda_repo), but its key_url "
             "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub needs its pin",
+        ],
+    ),
+    # What the package sources carry, judged together: NVIDIA's repository signed by another key than its pin (the
+    # mirror serves the bench's key), and a version Debian 12 does not carry, in one failure.
+    "every_problem_in_the_package_sources_at_once": (
+        "h100",
+        {"gpuops_mirror_url": MIRROR, "nvidia_driver_branch": "535", "nvidia_driver_version": "535.54.03"},
+        [
+            "{host}: the signing key http://gpuops-mirror:8080/developer.download.nvidia.com/compute/cuda/repos/debian12/"
+            "x86_64/3bf863cc.pub holds ",
+            "or correct the pins. | {host}: nvidia_driver_version is 535.54.03, which Debian 12's own packages do not "
+            "carry for branch 535 with the proprietary kernel modules",
         ],
     ),
     "version_the_source_does_not_carry": (

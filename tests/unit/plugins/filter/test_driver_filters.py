@@ -30,28 +30,46 @@ def test_documentation_matches_the_filter(name):
     assert yaml.safe_load(doc["EXAMPLES"])
 
 
-def test_driver_flavor_through_jinja_types():
+PREFLIGHT_VALUES = {"nvidia_driver_source": TaggedStr("distribution"), "nvidia_driver_branch": TaggedStr(""),
+                    "nvidia_driver_version": TaggedStr(""), "nvidia_driver_flavor": TaggedStr("auto"),
+                    "nvidia_driver_fabricmanager": TaggedStr("auto"), "nvidia_driver_dcgm": False,
+                    "nvidia_driver_drain": TaggedStr("auto")}  # fmt: skip
+PREFLIGHT_DATA = {"supported": {"distribution": {"debian": ["13"]}}, "tables": {"distribution": TABLE},
+                  "cuda_repo_os": "debian12", "cuda_repo_key": {"file": "3bf863cc.pub"}}  # fmt: skip
+DATA = {"persistenced_package": "nvidia-persistenced", "kubelet_unit": "kubelet.service"}
+
+
+def test_nvidia_driver_preflight_through_jinja_types():
     capture = ROOT / "tests" / "fixtures" / "pci" / "pcie-l40s-x4.derived.txt"
     facts = pci.inventory(pci.parse_lspci_nn(capture.read_text()))
-    result = FILTERS["driver_flavor"](facts, TaggedStr("auto"), TaggedStr("535"), TABLE["branches"], TABLE["where"])
-    assert (result["flavor"], result["problem"]) == ("proprietary", None)
+    node = {"os": {"id": TaggedStr("debian"), "major": TaggedStr("13"), "package_manager": TaggedStr("apt")}}
+    result = FILTERS["nvidia_driver_preflight"](node, TaggedStr("n1"), facts, PREFLIGHT_VALUES, {}, PREFLIGHT_DATA)
+    assert (result["problems"], result["branch"], result["flavor"]["flavor"]) == ([], "535", "proprietary")
 
 
-def test_driver_flavor_refuses_an_unknown_request():
-    with pytest.raises(AnsibleFilterError, match="requested must be auto, open or proprietary, got 'both'"):
-        FILTERS["driver_flavor"]({}, "both", "535", TABLE["branches"], TABLE["where"])
+def test_nvidia_driver_packages_preflight_through_jinja_types():
+    node = {"os": {"id": "debian", "major": "13", "package_manager": "apt"}}
+    resolved = FILTERS["nvidia_driver_preflight"](node, "n1", {"gpus": []}, PREFLIGHT_VALUES, {}, PREFLIGHT_DATA)
+    reads = {"os": {**node, "kernel": {"running": TaggedStr("6.12.117+deb13-amd64"), "installed": []}},
+             "pci": {"gpus": []}, "driver": {}, "packages": {}, "repository": {"skipped": True}}  # fmt: skip
+    result = FILTERS["nvidia_driver_packages_preflight"](resolved, TaggedStr("n1"), reads, PREFLIGHT_VALUES, DATA)
+    # No package source: the plan's problem and the kernel's, with the host's name.
+    assert [p.split(" ")[:2] for p in result["problems"]] == [["n1:", "Debian"], ["n1:", "this"]]
+
+
+READS = {"os": {}, "pci": {}, "driver": {}, "packages": {}, "repository": {}}
 
 
 @pytest.mark.parametrize(
     ("name", "args", "what"),
     [
-        ("driver_flavor", (None, "auto", "535", {}, "x"), "pci_facts' pci"),
-        ("driver_plan", ([], {}, "open", "", [], "x", "535"), "package_info's packages"),
-        ("driver_kernels", ({}, [], {}), "package_info's packages"),
-        ("driver_install_problems", ({}, [], {}, [], [], False), "the branch table"),
+        ("nvidia_driver_preflight", ({}, "n1", None, {}, {}, {}), "pci_facts' pci"),
+        ("nvidia_driver_preflight", ({}, "n1", {}, {}, {}, []), "the role's data for the OS"),
+        ("nvidia_driver_packages_preflight", ({}, "n1", [], {}, {}), "preflight's reads"),
+        ("nvidia_driver_packages_preflight", ({}, "n1", {**READS, "pci": None}, {}, {}), "pci_facts' pci"),
+        ("nvidia_driver_packages_preflight", (None, "n1", READS, {}, {}), "nvidia_driver_preflight's result"),
         ("driver_table_packages", ("535",), "the branch table"),
         ("driver_package_problems", ({}, None), "package_info's packages"),
-        ("driver_repository_info", ({}, None), "repository_index's packages"),
     ],
 )
 def test_a_wrong_input_names_what_was_expected(name, args, what):
@@ -66,17 +84,3 @@ def test_driver_table_packages_lists_every_package_once():
         names
     )
     assert "nvidia-persistenced" not in names
-
-
-def test_driver_repository_info_gives_the_repositorys_versions_only():
-    # Synthetic: Debian 12's nvidia-smi installed and available, the repository's two 550 versions.
-    info = {"nvidia-smi": {"installed": "535.261.03-1", "available": ["535.261.03-1"], "held": True}}
-    merged = FILTERS["driver_repository_info"](info, {"nvidia-smi": ["550.144.03-1", "550.163.01-1"]})
-    assert merged["nvidia-smi"] == {
-        "installed": "535.261.03-1",
-        "available": ["550.144.03-1", "550.163.01-1"],
-        "candidate": "550.163.01-1",
-        "held": True,
-        "installed_elsewhere": True,
-    }
-    assert info["nvidia-smi"]["available"] == ["535.261.03-1"], "the input is not changed"

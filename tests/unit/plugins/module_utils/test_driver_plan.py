@@ -406,6 +406,20 @@ def test_the_repository_plan_takes_nvidias_versions_of_the_branch_only():
     assert set(result["packages"].values()) == {"550.163.01-1"}
 
 
+def test_repository_info_gives_the_repositorys_versions_only():
+    # Synthetic: Debian 12's nvidia-smi installed and available, the repository's two 550 versions.
+    info = {"nvidia-smi": {"installed": "535.261.03-1", "available": ["535.261.03-1"], "held": True}}
+    merged = driver_plan.repository_info(info, {"nvidia-smi": ["550.144.03-1", "550.163.01-1"]})
+    assert merged["nvidia-smi"] == {
+        "installed": "535.261.03-1",
+        "available": ["550.144.03-1", "550.163.01-1"],
+        "candidate": "550.163.01-1",
+        "held": True,
+        "installed_elsewhere": True,
+    }
+    assert info["nvidia-smi"]["available"] == ["535.261.03-1"], "the input is not changed"
+
+
 def test_a_repository_pin_picks_the_older_version():
     assert repo_plan(CUDA_DEBIAN12, "550", "proprietary", pin="550.144.03")["package_version"] == "550.144.03-1"
 

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.bringup.plugins.filter import driver as driver_filters
 from ansible_collections.gpuops.bringup.plugins.module_utils import apt, driver_plan, rpm
 
 VARS = Path(__file__).resolve().parents[4] / "roles" / "nvidia_driver" / "vars"
@@ -153,10 +151,3 @@ def test_another_installed_flavour_is_an_upgrade_named_in_evrs():
         "from": f"kmod-nvidia-latest-dkms {OLD} (driver 570.86.15)",
         "remove": ["kmod-nvidia-latest-dkms"],
     }
-
-
-def test_the_filters_refuse_an_unknown_package_manager():
-    with pytest.raises(
-        AnsibleFilterError, match=r"gpuops\.bringup\.driver_kernels: manager must be apt or dnf, got 'yum'"
-    ):
-        driver_filters.driver_kernels({"kernel": {}}, {}, {}, "yum")

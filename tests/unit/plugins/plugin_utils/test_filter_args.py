@@ -11,14 +11,15 @@ from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import 
 
 def test_a_mapping_passes_through():
     value = {"gpus": []}
-    assert mapping(value, "pci_facts' pci", "driver_flavor") is value
+    assert mapping(value, "pci_facts' pci", "nvidia_driver_preflight") is value
 
 
 def test_another_type_names_the_filter_and_the_argument():
     with pytest.raises(
-        AnsibleFilterError, match=r"^gpuops.bringup.driver_kernels needs os_facts' gpuops_os \(a mapping\), got list$"
+        AnsibleFilterError,
+        match=r"^gpuops.bringup.nvidia_driver_preflight needs os_facts' gpuops_os \(a mapping\), got list$",
     ):
-        driver.driver_kernels([], {}, {})
+        driver.nvidia_driver_preflight([], "n1", {}, {}, {}, {})
 
 
 def test_facts_of_keeps_the_hosts_order_and_drops_the_missing_and_null():
