@@ -8,18 +8,9 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import kubernetes_node
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import fields, mapping, plain
 
 PREFLIGHT = "k8s_node_preflight"
-
-
-def _fields(value, what, keys):
-    """The mapping's keys, each given: a missing one would otherwise be read as an empty table or read."""
-    found = plain(mapping(value, what, PREFLIGHT))
-    missing = [key for key in keys if key not in found]
-    if missing:
-        raise AnsibleFilterError(f"gpuops.bringup.{PREFLIGHT} needs {what} with {', '.join(missing)}")
-    return {key: found[key] for key in keys}
 
 
 def k8s_node_preflight(node, host, variables, tables, reads):
@@ -28,8 +19,8 @@ def k8s_node_preflight(node, host, variables, tables, reads):
         host=str(host),
         node=plain(mapping(node, "os_facts' gpuops_os", PREFLIGHT)),
         variables=plain(mapping(variables, "the role's variables", PREFLIGHT)),
-        **_fields(tables, "the role's tables", ("supported", "kernel_modules", "sysctl")),
-        **_fields(reads, "the reads", ("inventory_hosts", "kubeconfig_problem", "control_plane")),
+        **fields(tables, "the role's tables", PREFLIGHT, ("supported", "kernel_modules", "sysctl")),
+        **fields(reads, "the reads", PREFLIGHT, ("inventory_hosts", "kubeconfig_problem", "control_plane")),
     )
 
 

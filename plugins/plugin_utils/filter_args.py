@@ -14,6 +14,16 @@ def mapping(value, what, name):
     return value
 
 
+def fields(value, what, name, keys):
+    """The mapping's keys, each given (plain): a missing one would otherwise be read as an empty table or read; an
+    error naming the filter (gpuops.bringup.<name>), the argument and the missing keys."""
+    found = plain(mapping(value, what, name))
+    missing = [key for key in keys if key not in found]
+    if missing:
+        raise AnsibleFilterError(f"gpuops.bringup.{name} needs {what} with {', '.join(missing)}")
+    return {key: found[key] for key in keys}
+
+
 def facts_of(hosts, hostvars, name):
     """The fact `name` of each host that has one (not null), in the hosts' order: what each node made of its own
     variables (play variables do not reach another node's hostvars)."""
