@@ -10,6 +10,40 @@ from pathlib import Path
 import pytest
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "on(*hosts): the test checks these hosts of the scenario only (it is not run on the others)"
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test marked on(...) runs on the hosts it names and is left out on the others, not skipped there; a name no
+    host of the scenario has (a platform renamed or dropped in molecule.yml) stops the run instead of leaving the
+    test unrun."""
+
+    def host_of(item):
+        param = getattr(item, "callspec", None) and item.callspec.params.get("_testinfra_host")
+        return param.backend.get_hostname() if param is not None else None
+
+    hosts = {host_of(item) for item in items} - {None}
+    kept, left_out = [], []
+    for item in items:
+        mark = item.get_closest_marker("on")
+        if mark is None:
+            kept.append(item)
+            continue
+        unknown = sorted(set(mark.args) - hosts)
+        if unknown:
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked on({', '.join(mark.args)}), but the scenario has no host "
+                f"{', '.join(unknown)} (its hosts: {', '.join(sorted(hosts))})"
+            )
+        (kept if host_of(item) in mark.args else left_out).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+
+
 def _stage_run(playbook: Path, tags: str, extra: list[str] | None = None) -> tuple[int, str]:
     argv = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(playbook), "--tags", tags]
     proc = subprocess.run(

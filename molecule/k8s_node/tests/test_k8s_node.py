@@ -26,11 +26,6 @@ def name(host):
     return host.backend.get_hostname()
 
 
-def only_on(host, *names):
-    if name(host) not in names:
-        pytest.skip(f"checks {', '.join(names)}")
-
-
 def cp(host):
     """The control plane's testinfra host, from any host's test."""
     return host.get_host("ansible://cp", ansible_inventory=host.backend.ansible_inventory)
@@ -41,8 +36,8 @@ def calls(host):
             .splitlines()]  # fmt: skip
 
 
+@pytest.mark.on(*WORKERS)
 def test_kubeadm_kubelet_kubectl_are_at_the_pinned_version_and_held_though_another_is_offered(host):
-    only_on(host, *WORKERS)
     held = host.check_output("apt-mark showhold").split()
     for package in PACKAGES:
         assert host.check_output(f"dpkg-query -W -f '${{Version}}' {package}") == VERSION, package
@@ -50,22 +45,22 @@ def test_kubeadm_kubelet_kubectl_are_at_the_pinned_version_and_held_though_anoth
         assert OLDER in host.check_output(f"apt-cache madison {package}"), package
 
 
+@pytest.mark.on(*WORKERS)
 def test_the_repository_is_the_kubernetes_projects_path_on_the_mirror(host):
-    only_on(host, *WORKERS)
     sources = host.file("/etc/apt/sources.list.d/kubernetes.sources").content_string
     assert "URIs: http://gpuops-mirror:8080/pkgs.k8s.io/core:/stable:/v1.35/deb/" in sources
 
 
+@pytest.mark.on(*WORKERS)
 def test_containerd_is_debians_running_and_answers(host):
-    only_on(host, *WORKERS)
     assert host.check_output("dpkg-query -W -f '${Version}' containerd").startswith("1.7.")
     assert host.service("containerd").is_enabled
     assert host.service("containerd").is_running
     assert "Server:" in host.check_output("ctr version")
 
 
+@pytest.mark.on(*WORKERS)
 def test_containerd_runs_systemd_cgroups_and_the_mirrors_sandbox_image_with_drop_ins_imported(host):
-    only_on(host, *WORKERS)
     dump = tomllib.loads(host.check_output("containerd config dump"))
     cri = dump["plugins"][CRI]
     assert cri["sandbox_image"] == "registry.gpuops.test/pause:3.10.1"
@@ -75,8 +70,8 @@ def test_containerd_runs_systemd_cgroups_and_the_mirrors_sandbox_image_with_drop
     assert "nvidia" not in config
 
 
+@pytest.mark.on(*WORKERS)
 def test_the_nvidia_runtime_comes_from_the_toolkits_drop_in_on_the_gpu_node_only(host):
-    only_on(host, *WORKERS)
     runtimes = tomllib.loads(host.check_output("containerd config dump"))["plugins"][CRI]["containerd"]["runtimes"]
     dropin = host.file("/etc/containerd/conf.d/99-nvidia.toml")
     if name(host) == "gpu":
@@ -88,15 +83,15 @@ def test_the_nvidia_runtime_comes_from_the_toolkits_drop_in_on_the_gpu_node_only
         assert not dropin.exists
 
 
+@pytest.mark.on(*WORKERS)
 def test_kubelet_is_enabled_running_and_has_its_kubeconfig(host):
-    only_on(host, *WORKERS)
     assert host.service("kubelet").is_enabled
     assert host.service("kubelet").is_running
     assert host.file("/etc/kubernetes/kubelet.conf").exists
 
 
+@pytest.mark.on(*WORKERS)
 def test_the_join_read_a_join_configuration_pinning_the_real_ca_hash_and_left_no_file(host):
-    only_on(host, *WORKERS)
     # The role's join (the token test later joins cpu again through the vault path).
     join = next(c for c in calls(host) if c["command"] == "join")
     # The token never on kubeadm's command line.
@@ -128,8 +123,8 @@ def test_the_join_read_a_join_configuration_pinning_the_real_ca_hash_and_left_no
     assert not host.file("/run/gpuops/k8s_node/join.yaml").exists
 
 
+@pytest.mark.on("cp")
 def test_every_token_the_role_created_was_deleted_once_its_join_was_over(host):
-    only_on(host, "cp")
     records = calls(host)
     created = [c["token_id"] for c in records if c["command"] == "token create"
                and any(a.startswith("--description=gpuops.bringup k8s_node") for a in c["args"])]  # fmt: skip
@@ -139,22 +134,22 @@ def test_every_token_the_role_created_was_deleted_once_its_join_was_over(host):
     assert not set(created) & set(live)
 
 
+@pytest.mark.on("cp")
 def test_the_token_was_created_with_a_short_ttl(host):
-    only_on(host, "cp")
     # The role's (the token test creates one by hand, as an operator filling the vault would).
     created = [c for c in calls(host) if c["command"] == "token create"
                and any(a.startswith("--description=gpuops.bringup k8s_node") for a in c["args"])]  # fmt: skip
     assert created and all(c["ttl_seconds"] == 900 for c in created)
 
 
+@pytest.mark.on("cpu")
 def test_the_half_joined_node_was_reset_before_its_join(host):
-    only_on(host, "cpu")
     commands = [c["command"] for c in calls(host)]
     assert commands[:2] == ["reset", "join"], commands
 
 
+@pytest.mark.on("gpu")
 def test_the_joined_gpu_node_was_never_reset(host):
-    only_on(host, "gpu")
     assert "reset" not in [c["command"] for c in calls(host)]
 
 
@@ -162,16 +157,16 @@ def node(host, which):
     return json.loads(host.check_output(f"{KUBECTL} get node {which} -o json"))
 
 
+@pytest.mark.on("cp")
 def test_both_nodes_are_ready_at_the_pinned_kubelet(host):
-    only_on(host, "cp")
     for worker in WORKERS:
         got = node(host, worker)
         assert {"type": "Ready", "status": "True"}.items() <= got["status"]["conditions"][0].items()
         assert got["status"]["nodeInfo"]["kubeletVersion"] == "v1.35.9"
 
 
+@pytest.mark.on("cp")
 def test_the_gpu_node_is_labelled_from_its_simulated_gpus_and_the_inventory_and_tainted(host):
-    only_on(host, "cp")
     got = node(host, "gpu")
     labels = got["metadata"]["labels"]
     assert {k: v for k, v in labels.items() if k.startswith("gpuops.io/")} == {
@@ -188,8 +183,8 @@ def test_the_gpu_node_is_labelled_from_its_simulated_gpus_and_the_inventory_and_
     assert got["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
 
 
+@pytest.mark.on("cp")
 def test_the_cpu_node_has_no_gpu_labels_and_no_taint(host):
-    only_on(host, "cp")
     got = node(host, "cpu")
     assert {k: v for k, v in got["metadata"]["labels"].items() if k.startswith("gpuops.io/")} == {
         "gpuops.io/rack": "molecule",
@@ -198,6 +193,6 @@ def test_the_cpu_node_has_no_gpu_labels_and_no_taint(host):
     assert not got["spec"].get("taints")
 
 
+@pytest.mark.on("cp")
 def test_the_control_planes_kubectl_is_debians_real_client(host):
-    only_on(host, "cp")
     assert host.check_output("dpkg-query -W -f '${Version}' kubectl").startswith("1.32.")

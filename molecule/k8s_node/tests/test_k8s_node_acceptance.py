@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# Each test reads every node itself: it runs once, on the control plane's turn.
+pytestmark = pytest.mark.on("cp")
+
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
 KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
@@ -34,8 +37,6 @@ def accept(stage_run, results):
 def test_the_joined_node_is_ready_labelled_and_without_a_device_plugin_its_gpus_are_not_required(
     host, stage_run, tmp_path
 ):
-    if host.backend.get_hostname() != "cp":
-        pytest.skip("runs once, from the control plane's turn")
     checks = accept(stage_run, tmp_path)
     assert (checks["kubernetes.ready"]["status"], checks["kubernetes.ready"]["reason"]) == (
         "PASS", "the Node is Ready (kubelet v1.35.9)")  # fmt: skip
@@ -51,8 +52,6 @@ def test_the_joined_node_is_ready_labelled_and_without_a_device_plugin_its_gpus_
 
 def test_a_device_plugin_offering_fewer_gpus_fails_the_node(host, stage_run, tmp_path):
     """What the NVIDIA device plugin posts (capacity and allocatable nvidia.com/gpu), one GPU short."""
-    if host.backend.get_hostname() != "cp":
-        pytest.skip("runs once, from the control plane's turn")
     patch = json.dumps({"status": {"capacity": {"nvidia.com/gpu": "4"}, "allocatable": {"nvidia.com/gpu": "3"}}})
     host.run_expect([0], f"{KUBECTL} patch node gpu --subresource=status --type=merge -p '{patch}'")
     try:
@@ -68,8 +67,6 @@ def test_a_device_plugin_offering_fewer_gpus_fails_the_node(host, stage_run, tmp
 def test_the_verdict_marks_the_node_and_an_accepting_run_takes_the_taint_off(host, stage_run, tmp_path):
     """acceptance_kubernetes_mark: the verdict as a label; a NoSchedule taint while the node is not accepted (the
     node's own taint, stage 4's, stays); a run that accepts the node takes the taint off."""
-    if host.backend.get_hostname() != "cp":
-        pytest.skip("runs once, from the control plane's turn")
     mark = "acceptance.gpuops.io/verdict"
     common = ["--limit", "gpu", "-e", f"acceptance_kubeconfig={EPHEMERAL / 'admin.conf'}",
               "-e", "acceptance_fail_unaccepted=false", "-e", "acceptance_counter_interval=1",

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# Each test reads every node itself: it runs once, on the control plane's turn.
+pytestmark = pytest.mark.on("cp")
+
 KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
 CONVERGE = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"
 # What kubelet posts while the container runtime's network is not ready (no CNI configured yet).
@@ -25,8 +28,6 @@ NOT_READY = {
 
 
 def test_a_node_that_stays_not_ready_fails_with_the_reason(host, stage_run):
-    if host.backend.get_hostname() != "cp":
-        pytest.skip("runs once, from the control plane's turn")
     cpu = host.get_host("ansible://cpu", ansible_inventory=host.backend.ansible_inventory)
     cpu.run_expect([0], "systemctl stop kubelet")
     try:
@@ -46,8 +47,6 @@ def test_a_node_that_stays_not_ready_fails_with_the_reason(host, stage_run):
 
 
 def test_the_node_is_ready_again_once_kubelet_runs(host):
-    if host.backend.get_hostname() != "cp":
-        pytest.skip("runs once, from the control plane's turn")
     # The stand-in kubelet posts its status every 10 s.
     for _attempt in range(30):
         node = json.loads(host.check_output(f"{KUBECTL} get node cpu -o json"))

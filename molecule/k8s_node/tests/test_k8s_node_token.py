@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+# Each test reads every node itself: it runs once, on the control plane's turn.
+pytestmark = pytest.mark.on("cp")
+
 KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
 STORE = "/var/lib/gpuops-standin/apiserver/tokens.json"
 # Where the stand-in keeps deleted tokens' secrets, for this search (a real cluster forgets them).
@@ -41,7 +44,6 @@ def node_hits(host, secret, exclude=()):
 @pytest.fixture(scope="module")
 def vault_join(host, tmp_path_factory):
     """Reset the cpu node, join it again with a known token from the vault path; the run's output and the token."""
-    only_once(host)
     cp, cpu = node(host, "cp"), node(host, "cpu")
     cpu.check_output("kubeadm reset --force")
     cp.check_output(f"{KUBECTL} delete node cpu --ignore-not-found")
@@ -66,12 +68,6 @@ def vault_join(host, tmp_path_factory):
     finally:
         extra.unlink()
     return proc, token
-
-
-def only_once(host):
-    # testinfra runs each test per host; these read every node themselves.
-    if host.backend.get_hostname() != "cp":
-        pytest.skip("runs once, from the control plane's turn")
 
 
 def test_the_vault_join_succeeded_and_the_node_is_back(host, vault_join):

@@ -13,14 +13,15 @@ import subprocess
 
 import pytest
 
+# The gpu node is upgraded once, and its tests read it.
+pytestmark = pytest.mark.on("gpu")
+
 KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
 OLDER = "1.35.8-1.1"
 
 
 @pytest.fixture(scope="module")
 def upgrade(host):
-    if host.backend.get_hostname() != "gpu":
-        pytest.skip("upgrades the gpu node once")
     host.check_output(
         f"apt-mark unhold kubeadm kubelet kubectl >/dev/null && apt-get install -y -q --allow-downgrades "
         f"kubeadm={OLDER} kubelet={OLDER} kubectl={OLDER} >/dev/null && systemctl restart kubelet"

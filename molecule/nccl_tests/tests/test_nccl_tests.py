@@ -28,11 +28,6 @@ def report(name: str) -> dict:
     return json.loads((REPORTS / f"{name}.json").read_text())
 
 
-def only_on(host, *names):
-    if host.backend.get_hostname() not in names:
-        pytest.skip(f"checks {', '.join(names)}")
-
-
 def playbook(*extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(CONVERGE), *extra],
@@ -106,8 +101,8 @@ def test_the_pairs_put_the_failure_on_the_node_it_belongs_to():
     ]  # fmt: skip
 
 
+@pytest.mark.on("h100-a", "h100-b", "h100-cuda-error")
 def test_every_pair_node_keeps_the_whole_record(host):
-    only_on(host, "h100-a", "h100-b", "h100-cuda-error")
     kept = json.loads(host.file("/var/lib/gpuops/nccl_tests/results.json").content_string)["pairs/all_reduce_perf"]
     assert [m["node"] for m in kept["inputs"]["members"]] == ["h100-a", "h100-b", "h100-cuda-error"]
     assert [m["gate_gbps"] for m in kept["inputs"]["members"]] == [150, 150, 150]
@@ -163,8 +158,8 @@ def test_the_build_comes_from_the_verified_tarball_or_the_pinned_commit(host):
     assert host.file("/opt/nccl-tests/current").linked_to == str(source)
 
 
+@pytest.mark.on(LAUNCHER)
 def test_the_launcher_holds_the_groups_key_hostfile_and_host_keys(host):
-    only_on(host, LAUNCHER)
     home = host.user(USER).home
     key = host.file(f"{home}/.ssh/gpuops_nccl_tests_{GROUP}")
     assert (key.user, key.mode) == (USER, 0o600)
@@ -178,8 +173,8 @@ def test_the_launcher_holds_the_groups_key_hostfile_and_host_keys(host):
     assert "StrictHostKeyChecking yes" in host.file(f"{config}/ssh_config").content_string
 
 
+@pytest.mark.on("h100-a", "h100-b")
 def test_every_node_of_the_group_authorizes_the_launchers_key_from_the_launcher_only(host):
-    only_on(host, "h100-a", "h100-b")
     authorized = host.file(f"{host.user(USER).home}/.ssh/authorized_keys")
     assert (authorized.user, authorized.mode) == (USER, 0o600)
     # One line per group key, restricted (no forwarding, no terminal) to the launcher's addresses as this node
@@ -189,8 +184,8 @@ def test_every_node_of_the_group_authorizes_the_launchers_key_from_the_launcher_
     assert line.startswith(f'restrict,from="{",".join(sorted(launcher))}" ssh-ed25519 '), line
 
 
+@pytest.mark.on("h100-a", "h100-b", "h100-cuda-error")
 def test_the_account_is_the_roles_and_builds_nccl_tests(host):
-    only_on(host, "h100-a", "h100-b", "h100-cuda-error")
     assert host.user(USER).gecos == "gpuops.bringup nccl_tests benchmark user"
     # The build ran as the user (never root): what make wrote is the user's.
     (source,) = host.check_output("ls -d /opt/nccl-tests/src-*/ | head -1").split()
@@ -198,15 +193,15 @@ def test_the_account_is_the_roles_and_builds_nccl_tests(host):
     assert host.file(f"{source}build/.gpuops-built").user == USER
 
 
+@pytest.mark.on("h100-cuda-error")
 def test_a_node_outside_the_group_gets_the_pairs_trust_only(host):
-    only_on(host, "h100-cuda-error")
     lines = host.file(f"{host.user(USER).home}/.ssh/authorized_keys").content_string.splitlines()
     assert [line.rsplit(" ", 3)[1:] for line in lines] == [["gpuops", "nccl_tests", "pairs"]]
     assert lines[0].startswith("restrict,from=")
 
 
+@pytest.mark.on(LAUNCHER)
 def test_the_pairs_launcher_knows_every_pair_node(host):
-    only_on(host, LAUNCHER)
     assert host.file(f"{host.user(USER).home}/.ssh/gpuops_nccl_tests_pairs").mode == 0o600
     known = host.file("/etc/gpuops/nccl_tests/pairs/known_hosts").content_string
     for name in ("h100-a", "h100-b", "h100-cuda-error"):
@@ -278,10 +273,10 @@ def test_acceptance_judges_the_kept_measurement_against_the_profiles_gate(tmp_pa
     assert pairs["h100-b"]["reason"] == "all_reduce_perf with h100-a 155.57 GB/s, gate 150"
 
 
+@pytest.mark.on("h100-cuda-error")
 def test_a_node_whose_driver_sees_fewer_gpus_stops_in_preflight(host, stage_run, replay_fault):
     """A GPU fallen off the bus (a real capture's GPU 3 removed, tests/fixtures/nvidia_smi): the stage stops before
     building or running anything, naming the count and the fix."""
-    only_on(host, "h100-cuda-error")
     capture = (
         Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
         / "tests/fixtures/nvidia_smi/h100-sxm-x8-565-gpu3-missing.derived.xml"
@@ -292,8 +287,8 @@ def test_a_node_whose_driver_sees_fewer_gpus_stops_in_preflight(host, stage_run,
     assert rc != 0
     assert (
         "h100-cuda-error: nvidia-smi sees 7 of the 8 GPUs of profile hgx_h100_8gpu: nccl-tests would fail with CUDA "
-        "errors. Fix: the driver stage (playbooks/driver.yml) first; the acceptance stage (playbooks/acceptance.yml) "
-        "says which GPU checks fail." in output
+        "errors. Fix: the driver stage (playbooks/nvidia_driver.yml) first; the acceptance stage "
+        "(playbooks/acceptance.yml) says which GPU checks fail." in output
     ), output[-3000:]
     assert re.search(r"h100-cuda-error : ok=\d+ changed=0 unreachable=0 failed=1", output), output[-2000:]
     assert re.search(r"h100-a : ok=\d+ changed=0 unreachable=0 failed=0", output), output[-2000:]

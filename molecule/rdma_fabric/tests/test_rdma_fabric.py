@@ -23,11 +23,6 @@ IBSTAT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "tests" / "fixtures" /
 ROLE_ONLY = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "tests" / "integration" / "rdma_fabric_preflight.yml"
 
 
-def only_on(host, name):
-    if host.backend.get_hostname() != name:
-        pytest.skip(f"checks the {name} node")
-
-
 def test_the_stack_is_installed_and_held_at_one_version(host):
     held = host.check_output("apt-mark showhold").split()
     for package in PACKAGES:
@@ -40,8 +35,8 @@ def test_no_peermem_at_boot_when_gpudirect_is_off(host):
     assert not host.file("/etc/modules-load.d/gpuops-rdma-fabric.conf").exists
 
 
+@pytest.mark.on("h100")
 def test_ipoib_interfaces_for_netplan_rendered_by_netplan_itself(host):
-    only_on(host, "h100")
     config = host.file("/etc/netplan/60-gpuops-rdma-fabric.yaml")
     assert config.mode == 0o600
     # netplan's own reading of the file, and the networkd files it rendered from it (netplan generate).
@@ -56,10 +51,10 @@ def test_ipoib_interfaces_for_netplan_rendered_by_netplan_itself(host):
     assert host.run("ls /etc/systemd/network/60-gpuops-*").rc != 0
 
 
+@pytest.mark.on("h100")
 def test_a_node_leaving_a_tool_loses_that_tools_files(host, stage_run):
     """h100 given systemd-networkd for a run: its netplan file goes (and netplan renders without it), networkd files
     come; then back to netplan."""
-    only_on(host, "h100")
     try:
         networkd = ["--limit", "h100", "-e", "rdma_fabric_network_tool=systemd-networkd"]
         rc, output = stage_run(CONVERGE, "rdma_fabric_configure", networkd)
@@ -77,8 +72,8 @@ def test_a_node_leaving_a_tool_loses_that_tools_files(host, stage_run):
     assert host.file("/run/systemd/network/10-netplan-ibp26s0.network").exists
 
 
+@pytest.mark.on("l40s")
 def test_connections_for_networkmanager_loaded_by_it(host):
-    only_on(host, "l40s")
     for name in ("ens1np0", "ens2np0", "ibp13s0"):
         assert host.file(f"/etc/NetworkManager/system-connections/gpuops-{name}.nmconnection").mode == 0o600
     # NetworkManager's own reading of the keyfiles.
@@ -94,8 +89,8 @@ def test_connections_for_networkmanager_loaded_by_it(host):
     assert host.run("ls /etc/systemd/network/60-gpuops-* /etc/netplan/60-gpuops-*").rc != 0
 
 
+@pytest.mark.on("l40s")
 def test_roce_interfaces_and_their_qos_at_link_up(host):
-    only_on(host, "l40s")
     for name in ("ens1np0", "ens2np0"):
         unit = host.file(f"/etc/systemd/system/gpuops-roce-qos-{name}.service").content_string
         assert f"ExecStart=/usr/sbin/dcb app replace dev {name} dscp-prio 26:3\n" in unit
@@ -124,8 +119,8 @@ def test_state_file_for_nccl_tests(host):
     assert state["simulated"]["profile"] in ("hgx_h100_8gpu", "pcie_l40s_4gpu")
 
 
+@pytest.mark.on("l40s")
 def test_verification_says_what_a_container_cannot_show(host, stage_run):
-    only_on(host, "l40s")
     rc, output = stage_run(CONVERGE, "rdma_fabric_verify", ["--limit", "l40s"])
     assert rc == 0, output[-3000:]
     assert "l40s passed rdma_fabric verification: stack inbox (5 packages held at their versions);" in output
@@ -145,29 +140,29 @@ def test_verification_says_what_a_container_cannot_show(host, stage_run):
     ],
     ids=["port_down", "rate_low"],
 )  # fmt: skip
+@pytest.mark.on("h100")
 def test_verification_fails_on_a_port_fault(host, capture, message, stage_run, replay_fault):
-    only_on(host, "h100")
     with replay_fault(host, "ibstat", "", IBSTAT / capture):
         rc, output = stage_run(CONVERGE, "rdma_fabric_verify", ["--limit", "h100"])
     assert rc != 0
     assert f"h100 failed rdma_fabric verification: {message}" in output, output[-3000:]
 
 
+@pytest.mark.on("l40s")
 def test_gpudirect_without_a_driver_stops_in_preflight(host, stage_run):
-    only_on(host, "l40s")
     before = host.file(STATE).content_string
     rc, output = stage_run(
         CONVERGE, "rdma_fabric", ["--limit", "l40s", "--extra-vars", json.dumps({"rdma_fabric_peermem": True})]
     )
     assert rc != 0
     assert "rdma_fabric_peermem is true but l40s has no NVIDIA driver built by DKMS for its kernels" in output
-    assert "Fix: run playbooks/driver.yml first" in output
+    assert "Fix: run playbooks/nvidia_driver.yml first" in output
     assert "l40s : ok=" in output and "changed=0" in output
     assert host.file(STATE).content_string == before
 
 
+@pytest.mark.on("l40s")
 def test_bandwidth_peer_on_another_link_layer_stops_in_preflight(host, tmp_path, stage_run):
-    only_on(host, "l40s")
     extra = tmp_path / "peer.yml"
     extra.write_text(json.dumps({"all": {"hosts": {"l40s": {"rdma_fabric_perftest_peer": "h100"}}}}))
     rc, output = stage_run(CONVERGE, "rdma_fabric_verify", ["-i", str(extra)])
@@ -195,13 +190,13 @@ BANDWIDTH_SAID = {
 
 
 @pytest.mark.parametrize("gpudirect", sorted(BANDWIDTH_SAID))
+@pytest.mark.on("l40s")
 def test_bandwidth_check_runs_ib_write_bw_and_says_what_it_measured(host, tmp_path, stage_run, gpudirect):
     """l40s measures against h100, given the L40S profile for the length of the run (a second inventory: host
     variables beat the profile's group variables), so that h100's one Ethernet port (the BlueField-3 bond of its
     capture) serves. Both profiles have GPUs, so both ends are asked for GPU memory: auto falls back to host memory
     where perftest has no CUDA, required fails saying why for the client and what the server did. (h100 fails its own
     port check under that profile.)"""
-    only_on(host, "l40s")
     l40s = {"profile": "pcie_l40s_4gpu", "description": "as l40s", "gpu": {"model": "NVIDIA L40S",
             "architecture": "ada", "count": 4, "nvswitch": False},
             "infiniband": {"ports": 2, "rate_gbps": 400, "link_layer": "Ethernet"}}  # fmt: skip
