@@ -155,6 +155,8 @@ def _inventories(values):
 
 def cmd_up(args):
     selection = stages.selected(args.stage)
+    for notice in stages.deprecations(args.stage):
+        sys.stderr.write(f"gpuops: {notice}\n")
     return execute(args, "gpuops.bringup.site", _inventories(args.inventory), selection, args.limit)["rc"]
 
 
@@ -255,7 +257,9 @@ def parser():
         command.add_argument("--check", action="store_true", help="a dry run: change nothing, show what would")
         command.add_argument("--diff", action="store_true")
         if name == "up":
-            command.add_argument("--stage", action="append", help=f"one of {', '.join(stages.TAGS)} (repeatable)")
+            command.add_argument("--stage", action="append",
+                                 help=f"one of {', '.join(stages.TAGS)} (repeatable; the old names "
+                                      f"{', '.join(stages.ALIASES)} are deprecated)")  # fmt: skip
         command.set_defaults(func=func)
     command = sub.add_parser("resume", parents=[common], help="run the nodes that stopped in RUN again")
     command.add_argument("run")

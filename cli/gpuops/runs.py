@@ -74,11 +74,12 @@ def listing(where):
 def resume_plan(document):
     """(the nodes to run again, the stages to run them through) of a run: every node that did not finish the stages
     asked for (failed, unreachable, halted by the rollout brake, not reached), from the earliest stage one of them did
-    not finish to the last stage the run was asked for."""
+    not finish to the last stage the run was asked for. A run recorded with the stages' old names (baseline, driver)
+    resumes under their names now."""
     unfinished = document.get("unfinished") or {}
     if not unfinished:
         raise RunError(f"run {document.get('run_id')}: every node finished; nothing to resume")
-    asked = document.get("stages") or list(stages.TAGS)
-    at = [stage for stage in unfinished.values() if stage in asked]
+    asked = [stages.canonical(stage) for stage in document.get("stages") or stages.TAGS]
+    at = [stages.canonical(stage) for stage in unfinished.values() if stages.canonical(stage) in asked]
     first = min(at, key=asked.index) if at else asked[0]
     return sorted(unfinished), stages.from_stage(first, asked)

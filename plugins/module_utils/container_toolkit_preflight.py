@@ -167,7 +167,7 @@ def preflight(*, host, node, variables, supported, architectures, units, tomli, 
         problems.append(
             f"nvidia_container_toolkit_cdi is true but no NVIDIA driver answers on {host} (nvidia-smi: "
             f"{_truncated(said)}), so there is no GPU to write a CDI spec for. Fix: run the driver stage "
-            "(playbooks/driver.yml) first and load the driver, or nvidia_container_toolkit_cdi: false on a node "
+            "(playbooks/nvidia_driver.yml) first and load the driver, or nvidia_container_toolkit_cdi: false on a node "
             "without GPUs."
         )
     return {"problems": problems, "gpu": gpu, "gpus_answer": gpus_answer}

@@ -640,7 +640,7 @@ def driver_problem(plan, facts, host):
         return (
             f"{host} has no NVIDIA driver userland installed (no package provides libcuda.so.1), and installing "
             f"{toolkit} would pull one in: {_names(pulled) or 'libcuda1'}. The driver is stage 2's nvidia_driver role, "
-            f"pinned and held there. Fix: run playbooks/driver.yml first (a driver branch that runs "
+            f"pinned and held there. Fix: run playbooks/nvidia_driver.yml first (a driver branch that runs "
             f"{_needs(plan, requirement)}), then run again."
         )
     installed = f"{driver['version']} ({_names([driver['provider']])})"
@@ -658,14 +658,15 @@ def driver_problem(plan, facts, host):
                 f"{host}: cuda_toolkit_versions {t['version']} (CUDA {t['release']}) needs driver >= "
                 f"{t['min_driver']}; the installed driver is {installed}"
                 + (f", and {beside}" if pulled else "")
-                + f'. Nothing was changed. Fix: nvidia_driver_branch: "{branch}" or later (playbooks/driver.yml), '
-                f"or a CUDA version driver {driver['version']} runs (the newest: {newest})."
+                + f'. Nothing was changed. Fix: nvidia_driver_branch: "{branch}" or later '
+                f"(playbooks/nvidia_driver.yml), or a CUDA version driver {driver['version']} runs "
+                f"(the newest: {newest})."
             )
     if pulled:
         return (
             f"{host}: the installed driver {installed} runs {toolkit}, but {beside}. Nothing was changed. Fix: "
-            f"{_branch_for(requirement)} (playbooks/driver.yml), whose userland the toolkit accepts, or a toolkit "
-            f"built for driver {driver['version']} (cuda_toolkit_source: cuda_repo, NVIDIA's CUDA "
+            f"{_branch_for(requirement)} (playbooks/nvidia_driver.yml), whose userland the toolkit accepts, or a "
+            f"toolkit built for driver {driver['version']} (cuda_toolkit_source: cuda_repo, NVIDIA's CUDA "
             f"repository)."
         )
     if simulation["remove"]:

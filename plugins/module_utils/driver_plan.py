@@ -8,7 +8,8 @@ branch, kernel_targets() the kernels DKMS must build for and the headers that
 takes, install_problems() what already installed stands in the way. Each
 returns a problem message (naming the variable, the value and the fix) instead
 of raising, so that preflight (module_utils driver_preflight, through the
-filters in plugins/filter/driver.py) reports it with the node's other problems.
+filters in plugins/filter/nvidia_driver.py) reports it with the node's other
+problems.
 
 A branch table (the role's vars/<OS>.yml) maps a branch ("535") to its
 default flavour and its tracks: package sets a source carries for that branch

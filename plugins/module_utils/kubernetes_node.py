@@ -335,7 +335,7 @@ def _kubelet_problem(host, node, join, kernel_modules, sysctl):
     if not missing:
         return None
     return (
-        f"{host} is not ready for kubelet: {'; '.join(missing)}. Fix: run stage 1 (playbooks/baseline.yml) with "
+        f"{host} is not ready for kubelet: {'; '.join(missing)}. Fix: run stage 1 (playbooks/os_baseline.yml) with "
         "gpuops_kubernetes_join: true, which loads the modules at boot, sets the sysctls and turns swap off"
         f"{'' if join else ' (gpuops_kubernetes_join is false now)'}."
     )

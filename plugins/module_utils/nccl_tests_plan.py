@@ -403,8 +403,8 @@ def _gpu_problem(host, hardware, gpu_read):
     why = "" if gpu else f" ({gpu_read.get('msg')})"
     return [
         f"{host}: nvidia-smi sees {count} of the {expected} GPUs of profile {(hardware or {}).get('profile')}{why}: "
-        "nccl-tests would fail with CUDA errors. Fix: the driver stage (playbooks/driver.yml) first; the acceptance "
-        "stage (playbooks/acceptance.yml) says which GPU checks fail."
+        "nccl-tests would fail with CUDA errors. Fix: the driver stage (playbooks/nvidia_driver.yml) first; the "
+        "acceptance stage (playbooks/acceptance.yml) says which GPU checks fail."
     ]
 
 

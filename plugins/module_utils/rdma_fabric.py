@@ -383,12 +383,12 @@ def _peermem_problem(host, stack, peermem, kernels):
         return (
             f"rdma_fabric_peermem is true but {host} has no NVIDIA driver built by DKMS for its kernels "
             f"({', '.join(kernels)}): nvidia-peermem comes with the driver's build. Nothing was changed. Fix: run "
-            "playbooks/driver.yml first (site.yml runs it before this stage), or rdma_fabric_peermem: false for a node "
-            "without GPUDirect RDMA."
+            "playbooks/nvidia_driver.yml first (site.yml runs it before this stage), or rdma_fabric_peermem: false for "
+            "a node without GPUDirect RDMA."
         )
     return (
         f"{host}: nvidia-peermem is not usable: {'; '.join(peermem.get('problems') or [])}. Nothing was changed. Fix: "
-        "rebuild the driver (playbooks/driver.yml) after the RDMA stack is installed."
+        "rebuild the driver (playbooks/nvidia_driver.yml) after the RDMA stack is installed."
     )
 
 

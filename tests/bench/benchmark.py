@@ -1,6 +1,6 @@
 """How long stage playbooks take per node count on bench containers: a benchmark, not a test.
 
-    python3 tests/bench/benchmark.py [--nodes 1,4,8] [--playbook playbooks/baseline.yml]
+    python3 tests/bench/benchmark.py [--nodes 1,4,8] [--playbook playbooks/os_baseline.yml]
 
 For each node count it starts that many Debian 12 node containers, runs the
 playbook twice (first converge, then the no-change run an operator repeats
@@ -66,7 +66,7 @@ def timed_run(playbook: str, inv: Path) -> tuple[float, int, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", default="1,4,8", help="comma-separated node counts")
-    parser.add_argument("--playbook", default="playbooks/baseline.yml")
+    parser.add_argument("--playbook", default="playbooks/os_baseline.yml")
     args = parser.parse_args()
     rows = []
     for count in [int(n) for n in args.nodes.split(",")]:

@@ -126,7 +126,7 @@ NODE_CASES = {
             # Several of the toolkit's libraries (nvidia-cuda-dev, libcuinj64-12.4...) carry the same requirement.
             "depends on libcuda1 (>= 550) | libcuda.so.1 (>= 550) | libcuda-12.4-1): two driver userlands on one "
             "node is a driver/library version mismatch",
-            'Nothing was changed. Fix: nvidia_driver_branch: "550" or later (playbooks/driver.yml), or a CUDA '
+            'Nothing was changed. Fix: nvidia_driver_branch: "550" or later (playbooks/nvidia_driver.yml), or a CUDA '
             "version driver 535.274.02 runs (the newest: 12.2).",
         ],
     ),
@@ -137,7 +137,8 @@ NODE_CASES = {
             "{host} has no NVIDIA driver userland installed (no package provides libcuda.so.1), and installing "
             "CUDA 12.4.1 (nvidia-cuda-toolkit 12.4.131~12.4.1-2) would pull one in: ",
             "libcuda1 550.163.01-2",
-            "Fix: run playbooks/driver.yml first (a driver branch that runs driver >= 550.54.15), then run again.",
+            "Fix: run playbooks/nvidia_driver.yml first (a driver branch that runs driver >= 550.54.15), then run "
+            "again.",
         ],
     ),
     "version_the_source_does_not_carry": (

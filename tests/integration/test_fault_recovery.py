@@ -45,7 +45,7 @@ def rack(tmp_path_factory):
 
 def play(inventory: Path, *extra: str) -> tuple[int, str, dict[str, tuple[int, int]]]:
     proc = subprocess.run(
-        ["ansible-playbook", "-i", str(inventory), *extra, "playbooks/baseline.yml"],
+        ["ansible-playbook", "-i", str(inventory), *extra, "playbooks/os_baseline.yml"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,6 +1,6 @@
 """The gpuops command end to end on the bench, as a new user has it: `pip install -r requirements.txt .` into a fresh
 virtual environment (production dependencies only) and the collection's tarball installed into a fresh path, run from
-a directory outside this repository with none of its configuration. `gpuops up --stage baseline` on two bench nodes,
+a directory outside this repository with none of its configuration. `gpuops up --stage os_baseline` on two bench nodes,
 one pointed at a mirror that refuses connections (it fails in the stage, the other node finishes it), the exit status,
 the log lines and the run's artifacts; the fault removed, `gpuops resume` runs that node alone from its stage;
 `gpuops accept` judges both and prints the report's path; `gpuops runs` lists the runs."""
@@ -65,19 +65,18 @@ def test_up_resume_and_accept(rack: Path, installed) -> None:
     tmp = rack.parent
     (tmp / "host_vars").mkdir(exist_ok=True)
     (tmp / "host_vars" / f"{GROUP}02.yml").write_text("gpuops_mirror_url: http://gpuops-mirror:9\n")
-    up = gpuops(
-        installed, tmp, "up", "-i", str(rack), "--stage", "baseline", "-e", "gpuops_serial=100%", "--progress", "plain"
-    )
+    up = gpuops(installed, tmp, "up", "-i", str(rack), "--stage", "os_baseline", "-e", "gpuops_serial=100%",
+                "--progress", "plain")  # fmt: skip
     assert up.returncode == 2, up.stdout[-4000:] + up.stderr[-2000:]
     log = up.stdout
-    assert "stage baseline: OS baseline" in log
+    assert "stage os_baseline: OS baseline" in log
     # Why, with the command's own words; the other node finished the stage, and the rollout brake stopped the run.
-    failed = f"{GROUP}02: FAILED in baseline, task 'Refresh the package index when it is over an hour old': "
+    failed = f"{GROUP}02: FAILED in os_baseline, task 'Refresh the package index when it is over an hour old': "
     assert failed + "non-zero return code: " in log and "gpuops-mirror:9" in log.split(failed)[1].split("\n")[0], log
-    assert f"{GROUP}01: halted by the rollout brake after baseline (baseline changed)" in log, log[-4000:]
+    assert f"{GROUP}01: halted by the rollout brake after os_baseline (os_baseline changed)" in log, log[-4000:]
     (first,) = json.loads(gpuops(installed, tmp, "runs", "--json").stdout)
-    assert first["rc"] == 2 and list(first["stopped"]) == [f"{GROUP}02"] and first["tags"] == "baseline"
-    assert first["unfinished"] == {f"{GROUP}02": "baseline"} and list(first["halted"]) == [f"{GROUP}01"]
+    assert first["rc"] == 2 and list(first["stopped"]) == [f"{GROUP}02"] and first["tags"] == "os_baseline"
+    assert first["unfinished"] == {f"{GROUP}02": "os_baseline"} and list(first["halted"]) == [f"{GROUP}01"]
     artifacts = Path(first["artifacts"])
     assert (artifacts / "status").read_text() == "failed" and "PLAY RECAP" in (artifacts / "stdout").read_text()
     assert f"gpuops resume {first['run_id']}" in log
@@ -88,12 +87,12 @@ def test_up_resume_and_accept(rack: Path, installed) -> None:
     runs = json.loads(gpuops(installed, tmp, "runs", "--json").stdout)
     again = runs[-1]
     assert (again["resumed"], again["limit"], again["stages"], again["stopped"], again["unfinished"]) == (
-        first["run_id"], f"{GROUP}02", ["baseline"], {}, {})  # fmt: skip
+        first["run_id"], f"{GROUP}02", ["os_baseline"], {}, {})  # fmt: skip
     assert list(again["nodes"]) == [f"{GROUP}02"] and again["options"] == ["-e", "gpuops_serial=100%"]
     command = json.loads((Path(again["artifacts"]) / "command").read_text())["command"]
     assert command[command.index("--limit") + 1] == f"{GROUP}02"
     listing = gpuops(installed, tmp, "runs").stdout
-    assert f"stopped: {GROUP}02 (baseline)" in listing and again["run_id"] in listing
+    assert f"stopped: {GROUP}02 (os_baseline)" in listing and again["run_id"] in listing
 
     # Acceptance of both nodes: bench containers have no GPU, so neither is accepted (exit status 2), and the summary
     # names the run's report, in reports/ beside the inventory's directory.

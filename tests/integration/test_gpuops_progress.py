@@ -20,15 +20,16 @@ sys.path.insert(0, str(ROOT / "cli"))
 from gpuops import app, runs  # noqa: E402
 
 PLAYBOOK = [
-    {"name": "Inputs of every node before the first batch", "hosts": "all", "gather_facts": False, "tags": ["baseline"],
+    {"name": "Inputs of every node before the first batch", "hosts": "all", "gather_facts": False,
+     "tags": ["os_baseline", "baseline"],
      "tasks": [{"name": "Check the inputs",
                 "ansible.builtin.assert": {"that": "not (bad_input | default(false))",
                                            "fail_msg": "bad_input is true"}}]},
-    {"name": "Stage 1: OS baseline", "hosts": "all", "gather_facts": False, "tags": ["baseline"],
+    {"name": "Stage 1: OS baseline", "hosts": "all", "gather_facts": False, "tags": ["os_baseline", "baseline"],
      "tasks": [{"name": "Change something", "ansible.builtin.command": "true"},
                {"name": "Find the disk", "ansible.builtin.fail": {"msg": "disk /dev/sdb is missing"},
                 "when": "inventory_hostname == 'n2' and not (fixed | default(false) | bool)"}]},
-    {"name": "Stage 2: NVIDIA driver", "hosts": "all", "gather_facts": False, "tags": ["driver"],
+    {"name": "Stage 2: NVIDIA driver", "hosts": "all", "gather_facts": False, "tags": ["nvidia_driver", "driver"],
      "tasks": [{"name": "Say where the results are", "ansible.builtin.debug": {"msg": "report: /tmp/r/report.html"}}]},
 ]  # fmt: skip
 
@@ -48,7 +49,7 @@ def rack(tmp_path):
 def run(rack, argv, out):
     inventory, playbook, where = rack
     args = app.parser().parse_args(["up", "-i", str(inventory), "--runs-dir", str(where), *argv])
-    return app.execute(args, str(playbook), [str(inventory)], ["baseline", "driver"], args.limit, out=out)
+    return app.execute(args, str(playbook), [str(inventory)], ["os_baseline", "nvidia_driver"], args.limit, out=out)
 
 
 def test_a_run_says_where_each_node_stopped_and_keeps_its_artifacts(rack):
@@ -57,13 +58,13 @@ def test_a_run_says_where_each_node_stopped_and_keeps_its_artifacts(rack):
     assert document["rc"] == 2 and document["ansible_rc"] != 0
     stopped = document["stopped"]
     assert sorted(stopped) == ["n2", "n3", "n4"]
-    assert stopped["n2"] == {"stage": "baseline", "state": "failed", "task": "Find the disk",
+    assert stopped["n2"] == {"stage": "os_baseline", "state": "failed", "task": "Find the disk",
                              "reason": "disk /dev/sdb is missing"}  # fmt: skip
-    assert (stopped["n3"]["stage"], stopped["n3"]["state"]) == ("baseline", "unreachable")
+    assert (stopped["n3"]["stage"], stopped["n3"]["state"]) == ("os_baseline", "unreachable")
     # Failed in the inputs' play, before its stage: it stopped at that stage.
-    assert (stopped["n4"]["stage"], stopped["n4"]["reason"]) == ("baseline", "bad_input is true")
-    assert document["nodes"]["n1"]["baseline"]["state"] == "changed"
-    assert document["nodes"]["n1"]["driver"]["state"] == "ok" and "driver" not in document["nodes"]["n2"]
+    assert (stopped["n4"]["stage"], stopped["n4"]["reason"]) == ("os_baseline", "bad_input is true")
+    assert document["nodes"]["n1"]["os_baseline"]["state"] == "changed"
+    assert document["nodes"]["n1"]["nvidia_driver"]["state"] == "ok" and "nvidia_driver" not in document["nodes"]["n2"]
     assert document["report"] == "/tmp/r/report.html"
     run_dir = rack[2] / document["run_id"]
     assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
@@ -72,9 +73,9 @@ def test_a_run_says_where_each_node_stopped_and_keeps_its_artifacts(rack):
     assert (artifacts / "rc").read_text().strip() == str(document["ansible_rc"])
     assert "PLAY RECAP" in (artifacts / "stdout").read_text() and list((artifacts / "job_events").iterdir())
     log = out.getvalue()
-    assert "stage baseline: OS baseline" in log and "n2: FAILED in baseline, task 'Find the disk'" in log
+    assert "stage os_baseline: OS baseline" in log and "n2: FAILED in os_baseline, task 'Find the disk'" in log
     assert "n4: FAILED before its stage, task 'Check the inputs'" in log
-    assert "n1: ok (baseline changed, driver ok)" in log and "report: /tmp/r/report.html" in log
+    assert "n1: ok (os_baseline changed, nvidia_driver ok)" in log and "report: /tmp/r/report.html" in log
     assert f"gpuops resume {document['run_id']}" in log
 
 
@@ -85,10 +86,29 @@ def test_resume_runs_the_stopped_nodes_from_their_stage(rack):
                                     "--progress", "plain"])  # fmt: skip
     assert app.cmd_resume(args) == 0
     (again,) = [d for d in runs.listing(rack[2]) if d.get("resumed") == first["run_id"]]
-    assert (again["limit"], again["stages"], again["stopped"]) == ("n2", ["baseline", "driver"], {})
+    assert (again["limit"], again["stages"], again["stopped"]) == ("n2", ["os_baseline", "nvidia_driver"], {})
     assert sorted(again["nodes"]) == ["n2"]
     with pytest.raises(runs.RunError, match="nothing to resume"):
         runs.resume_plan(again)
+
+
+def test_a_run_recorded_with_the_old_stage_names_resumes(rack):
+    """A run of gpuops from before the stages had their roles' names (baseline, driver): its resume runs its stopped
+    node through the stages under their names now, which the plays' tags carry."""
+    first = run(rack, ["--progress", "plain", "--limit", "n1,n2"], io.StringIO())
+    run_dir = rack[2] / first["run_id"]
+    old = {"os_baseline": "baseline", "nvidia_driver": "driver"}
+    runs.save(run_dir, {**first, "stages": ["baseline", "driver"], "tags": "baseline,driver",
+                        "nodes": {n: {old[s]: c for s, c in by.items()} for n, by in first["nodes"].items()},
+                        "unfinished": {"n2": "baseline"},
+                        "stopped": {"n2": {**first["stopped"]["n2"], "stage": "baseline"}}})  # fmt: skip
+    args = app.parser().parse_args(["resume", first["run_id"], "--runs-dir", str(rack[2]), "-e", "fixed=true",
+                                    "--progress", "plain"])  # fmt: skip
+    assert app.cmd_resume(args) == 0
+    (again,) = [d for d in runs.listing(rack[2]) if d.get("resumed") == first["run_id"]]
+    assert (again["limit"], again["stages"], again["stopped"]) == ("n2", ["os_baseline", "nvidia_driver"], {})
+    assert again["tags"] == "os_baseline,nvidia_driver" and again["nodes"]["n2"]["os_baseline"]["state"] == "changed"
+    assert again["nodes"]["n2"]["nvidia_driver"]["state"] == "ok"
 
 
 def test_the_live_table_and_the_json(rack, capsys):
@@ -101,4 +121,4 @@ def test_the_live_table_and_the_json(rack, capsys):
     document = run(rack, ["--json"], out)
     assert json.loads(out.getvalue()) == document
     # The progress went to stderr.
-    assert "stage baseline: OS baseline" in capsys.readouterr().err
+    assert "stage os_baseline: OS baseline" in capsys.readouterr().err

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from preflight_harness import BENCH_KEY_FINGERPRINT, MIRROR, ROOT, bench_nodes
 
-PLAYBOOK = Path(__file__).with_name("driver_converge.yml")
+PLAYBOOK = Path(__file__).with_name("nvidia_driver_converge.yml")
 NODES = ("rhel9", "rhel9fail")
 EVR = "3:550.163.01-1.el9"
 PACKAGES = ["kmod-nvidia-latest-dkms", "nvidia-kmod-common", "nvidia-driver-cuda", "nvidia-driver-cuda-libs",

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-STAGES = ["baseline", "driver", "cuda_toolkit", "rdma_fabric", "nccl_tests", "container_toolkit", "k8s_node",
-          "acceptance"]  # fmt: skip
+STAGES = ["os_baseline", "nvidia_driver", "cuda_toolkit", "rdma_fabric", "nccl_tests", "nvidia_container_toolkit",
+          "k8s_node", "acceptance"]  # fmt: skip
 NODES = "all:\n  hosts:\n    gpu-a:\n    gpu-b:\n"
 CONTROL_PLANE = "  children:\n    kube_control_plane:\n      hosts:\n        k8s-cp-01:\n"
 

@@ -73,8 +73,9 @@ LOCAL_CASES = {
         given(rdma_fabric_peermem=True),
         [
             "rdma_fabric_peermem is true but {host} has no NVIDIA driver built by DKMS for its kernels",
-            "nvidia-peermem comes with the driver's build. Nothing was changed. Fix: run playbooks/driver.yml first "
-            "(site.yml runs it before this stage), or rdma_fabric_peermem: false for a node without GPUDirect RDMA.",
+            "nvidia-peermem comes with the driver's build. Nothing was changed. Fix: run playbooks/nvidia_driver.yml "
+            "first (site.yml runs it before this stage), or rdma_fabric_peermem: false for a node without GPUDirect "
+            "RDMA.",
         ],
     ),
     "interface_kind_unknown": (

@@ -24,7 +24,7 @@ def test_a_bad_value_on_the_last_node_is_refused_before_the_canary_batch(tmp_pat
     inventory.write_text(json.dumps({"all": {"hosts": hosts, "vars": {
         "ansible_ssh_common_args": "-o ConnectTimeout=2 -o ConnectionAttempts=1"}}}))  # fmt: skip
     proc = subprocess.run(
-        ["ansible-playbook", "-i", str(inventory), "--skip-tags", "gpuops_inventory", "playbooks/baseline.yml"],
+        ["ansible-playbook", "-i", str(inventory), "--skip-tags", "gpuops_inventory", "playbooks/os_baseline.yml"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -17,12 +17,56 @@ from gpuops.progress import Progress, _reason
 
 
 def test_stages_in_site_order_and_unknown_ones_named():
-    assert stages.selected(["acceptance", "baseline"]) == ["baseline", "acceptance"]
+    assert stages.selected(["acceptance", "os_baseline"]) == ["os_baseline", "acceptance"]
     assert stages.selected([]) == list(stages.TAGS)
-    with pytest.raises(stages.StageError, match="unknown stage 'bios': the stages are baseline, driver"):
-        stages.selected(["baseline", "bios"])
-    assert stages.from_stage("rdma_fabric", ["baseline", "rdma_fabric", "acceptance"]) == ["rdma_fabric", "acceptance"]
-    assert stages.from_stage("driver", ["baseline", "acceptance"]) == ["baseline", "acceptance"]
+    with pytest.raises(stages.StageError, match="unknown stage 'bios': the stages are os_baseline, nvidia_driver"):
+        stages.selected(["os_baseline", "bios"])
+    among = ["os_baseline", "rdma_fabric", "acceptance"]
+    assert stages.from_stage("rdma_fabric", among) == ["rdma_fabric", "acceptance"]
+    assert stages.from_stage("nvidia_driver", ["os_baseline", "acceptance"]) == ["os_baseline", "acceptance"]
+
+
+def stub_execute(monkeypatch):
+    """app.execute replaced: what each command would run, (playbook, stages, limit, resumed run), with rc 0."""
+    ran = []
+
+    def execute(args, playbook, inventory, selection, limit=None, resumed=None, out=None):
+        ran.append((playbook, selection, limit, resumed))
+        return {"rc": 0}
+
+    monkeypatch.setattr(app, "execute", execute)
+    return ran
+
+
+def test_a_stage_is_named_as_its_role_and_playbook():
+    """One name per stage: its tag in site.yml, its playbook (playbooks/<name>.yml) and its role."""
+    root = Path(__file__).resolve().parents[2]
+    for tag in stages.TAGS:
+        assert (root / "playbooks" / f"{tag}.yml").is_file(), tag
+        assert (root / "roles" / tag).is_dir(), tag
+
+
+def test_the_old_stage_names_are_taken_as_the_new_ones():
+    assert stages.selected(["acceptance", "driver", "baseline", "os_baseline"]) == ["os_baseline", "nvidia_driver",
+                                                                                     "acceptance"]  # fmt: skip
+    assert stages.from_stage("driver", ["baseline", "driver", "acceptance"]) == ["nvidia_driver", "acceptance"]
+    assert stages.deprecations(["driver", "cuda_toolkit", "driver", "baseline"]) == [
+        "stage 'driver' is deprecated: its name is now 'nvidia_driver' (the old name goes in gpuops.bringup 1.0.0)",
+        "stage 'baseline' is deprecated: its name is now 'os_baseline' (the old name goes in gpuops.bringup 1.0.0)",
+    ]
+    assert stages.deprecations(None) == stages.deprecations(list(stages.TAGS)) == []
+
+
+def test_an_old_stage_name_runs_its_stage_with_a_notice_on_stderr(monkeypatch, capsys):
+    ran = stub_execute(monkeypatch)
+    assert app.main(["up", "-i", "hosts.yml", "--stage", "driver", "--stage", "acceptance"]) == 0
+    assert ran == [("gpuops.bringup.site", ["nvidia_driver", "acceptance"], None, None)]
+    out, err = capsys.readouterr()
+    assert err == ("gpuops: stage 'driver' is deprecated: its name is now 'nvidia_driver' (the old name goes in "
+                   "gpuops.bringup 1.0.0)\n") and out == ""  # fmt: skip
+    # The stages' names: no notice.
+    assert app.main(["up", "-i", "hosts.yml", "--stage", "nvidia_driver"]) == 0
+    assert ran[-1][1] == ["nvidia_driver"] and capsys.readouterr().err == ""
 
 
 def test_run_ids_are_private_and_never_reused(tmp_path):
@@ -48,12 +92,30 @@ def test_a_run_that_cannot_be_read_is_named(tmp_path, run_id, content, message):
 
 
 def test_resume_from_the_earliest_unfinished_stage_to_the_last_asked():
-    document = {"run_id": "r", "stages": ["baseline", "driver", "rdma_fabric", "acceptance"],
-                "unfinished": {"n3": "rdma_fabric", "n1": "driver", "n9": "not a stage"}}  # fmt: skip
-    assert runs.resume_plan(document) == (["n1", "n3", "n9"], ["driver", "rdma_fabric", "acceptance"])
+    document = {"run_id": "r", "stages": ["os_baseline", "nvidia_driver", "rdma_fabric", "acceptance"],
+                "unfinished": {"n3": "rdma_fabric", "n1": "nvidia_driver", "n9": "not a stage"}}  # fmt: skip
+    assert runs.resume_plan(document) == (["n1", "n3", "n9"], ["nvidia_driver", "rdma_fabric", "acceptance"])
     assert runs.resume_plan({**document, "unfinished": {"n9": "?"}}) == (["n9"], document["stages"])
     with pytest.raises(runs.RunError, match="every node finished; nothing to resume"):
         runs.resume_plan({**document, "unfinished": {}})
+
+
+def test_a_run_recorded_with_the_old_stage_names_lists_and_resumes(tmp_path, monkeypatch, capsys):
+    """A run of gpuops before the stages were renamed recorded baseline and driver: it is listed as it was, and its
+    resume runs the new names' stages (the playbooks' tags)."""
+    document = {"run_id": "20261206T101500Z", "command": "up", "playbook": "gpuops.bringup.site",
+                "inventory": ["hosts.yml"], "stages": ["baseline", "driver", "acceptance"], "options": [], "rc": 2,
+                "stopped": {"n1": {"stage": "driver", "state": "failed", "task": "t", "reason": "r"}},
+                "unfinished": {"n1": "driver", "n2": "baseline"}}  # fmt: skip
+    (tmp_path / document["run_id"]).mkdir()
+    runs.save(tmp_path / document["run_id"], document)
+    assert runs.resume_plan(document) == (["n1", "n2"], ["os_baseline", "nvidia_driver", "acceptance"])
+    assert app.main(["runs", "--runs-dir", str(tmp_path)]) == 0
+    assert "stopped: n1 (driver)" in capsys.readouterr().out
+    ran = stub_execute(monkeypatch)
+    assert app.main(["resume", document["run_id"], "--runs-dir", str(tmp_path)]) == 0
+    assert ran == [("gpuops.bringup.site", ["os_baseline", "nvidia_driver", "acceptance"], "n1,n2", document["run_id"])]
+    assert stages.tags(ran[0][1]) == "os_baseline,nvidia_driver,acceptance"
 
 
 def test_resume_takes_the_earlier_runs_options_again():
@@ -73,12 +135,12 @@ def test_why_a_task_failed_is_one_line(res, reason):
 
 
 def test_nothing_stopped_means_nothing_unfinished():
-    progress = Progress(["baseline"])
+    progress = Progress(["os_baseline"])
     for event in ({"event": "playbook_on_play_start", "event_data": {"name": "Stage 1: OS baseline"}},
                   {"event": "runner_on_start", "event_data": {"host": "n1", "task": "t"}},
                   {"event": "runner_on_ok", "event_data": {"host": "n1", "task": "t", "res": {"changed": False}}},
                   {"event": "playbook_on_stats", "event_data": {"processed": {"n1": 1, "n2": 1}}}):  # fmt: skip
         progress.feed(event, 1.0)
-    assert progress.unfinished() == {} and progress.states(2.0) == {"n1": {"baseline": {
+    assert progress.unfinished() == {} and progress.states(2.0) == {"n1": {"os_baseline": {
         "state": "ok", "changed": 0, "elapsed_s": 0.0}}}  # fmt: skip
     assert json.dumps(progress.stopped()) == "{}"

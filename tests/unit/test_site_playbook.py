@@ -19,8 +19,8 @@ def imports():
 
 
 def test_the_stages_run_in_order_acceptance_last():
-    assert list(imports()) == ["baseline.yml", "driver.yml", "cuda_toolkit.yml", "rdma_fabric.yml", "k8s_node.yml",
-                               "nccl_tests.yml", "acceptance.yml"]  # fmt: skip
+    assert list(imports()) == ["os_baseline.yml", "nvidia_driver.yml", "cuda_toolkit.yml", "rdma_fabric.yml",
+                               "k8s_node.yml", "nccl_tests.yml", "acceptance.yml"]  # fmt: skip
 
 
 def test_a_node_below_an_nccl_gate_goes_on_to_acceptance_in_site_yml_only():

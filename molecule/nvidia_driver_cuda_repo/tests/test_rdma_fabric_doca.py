@@ -131,7 +131,7 @@ def test_a_driver_rebuild_dkms_cannot_do_stops_and_a_rerun_recovers(host, doca, 
         assert (
             f"h100: the driver's modules ({DRIVER[0]}) predate OFED's on {', '.join(image_kernels(host))}, but DKMS "
             f"holds no version of {DRIVER[0]} under /var/lib/dkms to rebuild. Fix: reinstall the driver "
-            "(playbooks/driver.yml) now that DOCA-OFED is installed, then run again." in output
+            "(playbooks/nvidia_driver.yml) now that DOCA-OFED is installed, then run again." in output
         ), output[-3000:]
     finally:
         host.run_expect([0], f"mv /root/dkms-{DRIVER[0]} /var/lib/dkms/{DRIVER[0]}")

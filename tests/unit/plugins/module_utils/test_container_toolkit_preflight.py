@@ -121,8 +121,8 @@ def test_every_problem_at_once_each_with_its_fix():
         f"{VERSION_1}.",
         "nvidia_container_toolkit_cdi is true but no NVIDIA driver answers on n1 (nvidia-smi: nvidia-smi was not "
         "found on the node), so there is no GPU to write a CDI spec for. Fix: run the driver stage "
-        "(playbooks/driver.yml) first and load the driver, or nvidia_container_toolkit_cdi: false on a node without "
-        "GPUs.",
+        "(playbooks/nvidia_driver.yml) first and load the driver, or nvidia_container_toolkit_cdi: false on a node "
+        "without GPUs.",
     ]
 
 

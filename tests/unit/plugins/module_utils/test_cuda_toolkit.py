@@ -361,8 +361,8 @@ def test_an_older_driver_names_both_versions_the_pull_and_the_fix():
         "the installed driver (nvidia-cuda-dev depends on libcuda1 (>= 550) | libcuda.so.1 (>= 550))"
     )
     assert problem.endswith(
-        'Nothing was changed. Fix: nvidia_driver_branch: "550" or later (playbooks/driver.yml), or a CUDA version '
-        "driver 535.274.02 runs (the newest: 12.2)."
+        'Nothing was changed. Fix: nvidia_driver_branch: "550" or later (playbooks/nvidia_driver.yml), or a CUDA '
+        "version driver 535.274.02 runs (the newest: 12.2)."
     )
 
 
@@ -374,14 +374,14 @@ def test_a_driver_new_enough_that_the_install_would_still_duplicate_is_refused()
         "n1: the installed driver 550.54.15 (libnvidia-compute-550 550.54.15-1) runs CUDA 12.4.1 (nvidia-cuda-toolkit "
         "12.4.131~12.4.1-2), but installing it would put libcuda1 550.163.01-2 beside the installed driver"
     )
-    assert 'Fix: nvidia_driver_branch: "550" or later (playbooks/driver.yml)' in problem
+    assert 'Fix: nvidia_driver_branch: "550" or later (playbooks/nvidia_driver.yml)' in problem
 
 
 def test_no_driver_and_removals_are_refused():
     problem = cuda_toolkit.driver_problem(PLAN, facts(None, None, PULLED, (), REQUIREMENT), "n1")
     assert problem.startswith("n1 has no NVIDIA driver userland installed (no package provides libcuda.so.1)")
     assert "would pull one in: libcuda1 550.163.01-2" in problem
-    assert "Fix: run playbooks/driver.yml first (a driver branch that runs driver >= 550.54.15)" in problem
+    assert "Fix: run playbooks/nvidia_driver.yml first (a driver branch that runs driver >= 550.54.15)" in problem
     removing = facts("550.163.01", CURRENT, (), [{"name": "libbar", "version": "2.0-1"}])
     assert "would remove libbar 2.0-1. Nothing was changed." in cuda_toolkit.driver_problem(PLAN, removing, "n1")
 

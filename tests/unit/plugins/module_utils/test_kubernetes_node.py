@@ -351,7 +351,7 @@ OS = (
     "Fix: a supported release, or leave this node out of the Kubernetes stage."
 )
 STAGE_1_FIX = (
-    "Fix: run stage 1 (playbooks/baseline.yml) with gpuops_kubernetes_join: true, which loads the modules at boot, "
+    "Fix: run stage 1 (playbooks/os_baseline.yml) with gpuops_kubernetes_join: true, which loads the modules at boot, "
     "sets the sysctls and turns swap off"
 )
 

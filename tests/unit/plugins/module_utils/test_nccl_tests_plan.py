@@ -293,7 +293,8 @@ def test_every_problem_of_an_unsupported_release_at_once():
         "nccl.pairs in acceptance_optional.",
         "n1: nvidia-smi sees 0 of the 8 GPUs of profile hgx_h100_8gpu (nvidia-smi was not found on this host "
         "(searched PATH and the sbin directories)): nccl-tests would fail with CUDA errors. Fix: the driver stage "
-        "(playbooks/driver.yml) first; the acceptance stage (playbooks/acceptance.yml) says which GPU checks fail.",
+        "(playbooks/nvidia_driver.yml) first; the acceptance stage (playbooks/acceptance.yml) says which GPU checks "
+        "fail.",
     ]
 
 
@@ -314,8 +315,8 @@ def test_every_problem_of_a_supported_release_at_once():
         "nccl_tests_openmpi_version set to available versions, or the package source that carries them (libnccl2 is "
         "in Debian 13's contrib component: os_baseline's components; Open MPI in Ubuntu's universe).",
         "n1: nvidia-smi sees 7 of the 8 GPUs of profile hgx_h100_8gpu: nccl-tests would fail with CUDA errors. Fix: "
-        "the driver stage (playbooks/driver.yml) first; the acceptance stage (playbooks/acceptance.yml) says which "
-        "GPU checks fail.",
+        "the driver stage (playbooks/nvidia_driver.yml) first; the acceptance stage (playbooks/acceptance.yml) says "
+        "which GPU checks fail.",
     ]
 
 

@@ -347,8 +347,8 @@ def test_a_clean_node_has_no_problem():
 
 PEERMEM_NO_DRIVER = (
     f"rdma_fabric_peermem is true but {HOST} has no NVIDIA driver built by DKMS for its kernels ({K1}, {K2}): "
-    "nvidia-peermem comes with the driver's build. Nothing was changed. Fix: run playbooks/driver.yml first (site.yml "
-    "runs it before this stage), or rdma_fabric_peermem: false for a node without GPUDirect RDMA."
+    "nvidia-peermem comes with the driver's build. Nothing was changed. Fix: run playbooks/nvidia_driver.yml first "
+    "(site.yml runs it before this stage), or rdma_fabric_peermem: false for a node without GPUDirect RDMA."
 )
 NO_DRIVER = {"fabric": {**FABRIC, "peermem": {"module": None, "status": "no_driver", "problems": []}}}
 INBOX_ON_DNF = (
@@ -410,7 +410,7 @@ NO_PORTS = {**NDR, "infiniband": {"ports": 0, "rate_gbps": 0, "link_layer": "Inf
             {"reads": {"fabric": {**FABRIC, "peermem": {"status": "problem", "problems": ["kernel x lacks it"]}}}},
             [
                 f"{HOST}: nvidia-peermem is not usable: kernel x lacks it. Nothing was changed. Fix: rebuild the "
-                "driver (playbooks/driver.yml) after the RDMA stack is installed."
+                "driver (playbooks/nvidia_driver.yml) after the RDMA stack is installed."
             ],
         ),
         # With DOCA, OFED comes next and the driver is rebuilt after it: a driver is enough here.

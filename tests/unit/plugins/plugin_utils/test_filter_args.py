@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.bringup.plugins.filter import driver
+from ansible_collections.gpuops.bringup.plugins.filter import nvidia_driver
 from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import facts_of, mapping
 
 
@@ -19,7 +19,7 @@ def test_another_type_names_the_filter_and_the_argument():
         AnsibleFilterError,
         match=r"^gpuops.bringup.nvidia_driver_preflight needs os_facts' gpuops_os \(a mapping\), got list$",
     ):
-        driver.nvidia_driver_preflight([], "n1", {}, {}, {}, {})
+        nvidia_driver.nvidia_driver_preflight([], "n1", {}, {}, {}, {})
 
 
 def test_facts_of_keeps_the_hosts_order_and_drops_the_missing_and_null():

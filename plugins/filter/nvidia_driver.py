@@ -39,31 +39,31 @@ def nvidia_driver_packages_preflight(resolved, host, reads, values, data):
     )
 
 
-def driver_table_packages(table):
+def nvidia_driver_table_packages(table):
     """Every package a branch table names (kernel module packages, firmware, userland), sorted."""
-    return driver_plan.table_packages(mapping(table, "the branch table", "driver_table_packages"))[1]
+    return driver_plan.table_packages(mapping(table, "the branch table", "nvidia_driver_table_packages"))[1]
 
 
-def driver_package_problems(wanted, info):
+def nvidia_driver_package_problems(wanted, info):
     """Sentences for the packages not installed at their planned version, or not held."""
     return driver_plan.package_problems(
-        mapping(wanted, "the planned packages", "driver_package_problems"),
-        mapping(info, "package_info's packages", "driver_package_problems"),
+        mapping(wanted, "the planned packages", "nvidia_driver_package_problems"),
+        mapping(info, "package_info's packages", "nvidia_driver_package_problems"),
     )
 
 
-def driver_unload_outcome(result):
+def nvidia_driver_unload_outcome(result):
     """unloaded, in_use, error (or None, not run) of the task that ran modprobe --remove (its registered result)."""
-    result = mapping(result, "the unload task's result", "driver_unload_outcome")
+    result = mapping(result, "the unload task's result", "nvidia_driver_unload_outcome")
     if result.get("skipped"):
         return None
     rc = result.get("rc")
     return driver_plan.unload_outcome(int(rc) if rc is not None else None, str(result.get("stderr") or ""))
 
 
-def driver_gpu_problems(gpu, fabric):
+def nvidia_driver_gpu_problems(gpu, fabric):
     """Sentences for gpu_facts' error findings and, where fabric manager is needed, GPUs not in the fabric."""
-    return driver_plan.gpu_problems(mapping(gpu, "gpu_facts' gpu", "driver_gpu_problems"), bool(fabric))
+    return driver_plan.gpu_problems(mapping(gpu, "gpu_facts' gpu", "nvidia_driver_gpu_problems"), bool(fabric))
 
 
 class FilterModule:
@@ -71,8 +71,8 @@ class FilterModule:
         return {
             "nvidia_driver_preflight": nvidia_driver_preflight,
             "nvidia_driver_packages_preflight": nvidia_driver_packages_preflight,
-            "driver_table_packages": driver_table_packages,
-            "driver_package_problems": driver_package_problems,
-            "driver_unload_outcome": driver_unload_outcome,
-            "driver_gpu_problems": driver_gpu_problems,
+            "nvidia_driver_table_packages": nvidia_driver_table_packages,
+            "nvidia_driver_package_problems": nvidia_driver_package_problems,
+            "nvidia_driver_unload_outcome": nvidia_driver_unload_outcome,
+            "nvidia_driver_gpu_problems": nvidia_driver_gpu_problems,
         }

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from preflight_harness import CaseRun, bench_nodes, local_cases, node_cases
 
-PLAYBOOK = Path(__file__).with_name("container_toolkit_preflight.yml")
+PLAYBOOK = Path(__file__).with_name("nvidia_container_toolkit_preflight.yml")
 TAG = "nvidia_container_toolkit_preflight"
 GROUP = "ctk-preflight"
 

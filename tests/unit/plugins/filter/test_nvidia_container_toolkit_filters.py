@@ -7,9 +7,9 @@ import re
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.bringup.plugins.filter import container_toolkit
+from ansible_collections.gpuops.bringup.plugins.filter import nvidia_container_toolkit
 
-PREFLIGHT = container_toolkit.FilterModule().filters()["nvidia_container_toolkit_preflight"]
+PREFLIGHT = nvidia_container_toolkit.FilterModule().filters()["nvidia_container_toolkit_preflight"]
 TABLES = {
     "supported": {"debian": ["12", "13"]},
     "architectures": ["amd64"],

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from preflight_harness import BENCH_KEY_FINGERPRINT, MIRROR, CaseRun, bench_nodes, local_cases, node_cases
 
-PLAYBOOK = Path(__file__).with_name("driver_preflight.yml")
+PLAYBOOK = Path(__file__).with_name("nvidia_driver_preflight.yml")
 TAG = "nvidia_driver_preflight"
 GROUP = "driver-preflight"
 
@@ -79,9 +79,9 @@ LOCAL_CASES = {
         ],
     ),
     "drain_hook_relative": (
-        {"nvidia_driver_drain_hook": "tests/integration/driver_preflight.yml"},
+        {"nvidia_driver_drain_hook": "tests/integration/nvidia_driver_preflight.yml"},
         [
-            'nvidia_driver_drain_hook is "tests/integration/driver_preflight.yml", which is no task file on the '
+            'nvidia_driver_drain_hook is "tests/integration/nvidia_driver_preflight.yml", which is no task file on the '
             "controller",
         ],
     ),

@@ -1,4 +1,4 @@
-"""The driver filters as Jinja calls them (through FilterModule): documented, plain types in, errors named."""
+"""The nvidia_driver filters as Jinja calls them (through FilterModule): documented, plain types in, errors named."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.bringup.plugins.filter import driver
+from ansible_collections.gpuops.bringup.plugins.filter import nvidia_driver
 from ansible_collections.gpuops.bringup.plugins.module_utils import pci
 
-FILTERS = driver.FilterModule().filters()
-FILTER_DIR = Path(driver.__file__).parent
+FILTERS = nvidia_driver.FilterModule().filters()
+FILTER_DIR = Path(nvidia_driver.__file__).parent
 ROOT = FILTER_DIR.parents[1]
 TABLE = yaml.safe_load((ROOT / "roles" / "nvidia_driver" / "vars" / "Debian-13.yml").read_text())[
     "__nvidia_driver_distribution"
@@ -68,8 +68,8 @@ READS = {"os": {}, "pci": {}, "driver": {}, "packages": {}, "repository": {}}
         ("nvidia_driver_packages_preflight", ({}, "n1", [], {}, {}), "preflight's reads"),
         ("nvidia_driver_packages_preflight", ({}, "n1", {**READS, "pci": None}, {}, {}), "pci_facts' pci"),
         ("nvidia_driver_packages_preflight", (None, "n1", READS, {}, {}), "nvidia_driver_preflight's result"),
-        ("driver_table_packages", ("535",), "the branch table"),
-        ("driver_package_problems", ({}, None), "package_info's packages"),
+        ("nvidia_driver_table_packages", ("535",), "the branch table"),
+        ("nvidia_driver_package_problems", ({}, None), "package_info's packages"),
     ],
 )
 def test_a_wrong_input_names_what_was_expected(name, args, what):
@@ -77,10 +77,23 @@ def test_a_wrong_input_names_what_was_expected(name, args, what):
         FILTERS[name](*args)
 
 
-def test_driver_table_packages_lists_every_package_once():
-    names = FILTERS["driver_table_packages"](TABLE["branches"])
+def test_nvidia_driver_table_packages_lists_every_package_once():
+    names = FILTERS["nvidia_driver_table_packages"](TABLE["branches"])
     assert names == sorted(set(names))
     assert {"nvidia-tesla-535-kernel-dkms", "nvidia-open-kernel-dkms", "nvidia-smi", "libnvidia-tesla-535-ml1"} <= set(
         names
     )
     assert "nvidia-persistenced" not in names
+
+
+def test_the_old_names_route_to_the_new_ones_with_a_deprecation():
+    """The four filters were driver_* before the stage had one name (nvidia_driver): meta/runtime.yml sends the old
+    names to the new ones, with a deprecation ansible-core prints where a template uses one."""
+    routing = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())["plugin_routing"]["filter"]
+    assert sorted(routing) == ["driver_gpu_problems", "driver_package_problems", "driver_table_packages",
+                               "driver_unload_outcome"]  # fmt: skip
+    for old, entry in routing.items():
+        assert old not in FILTERS
+        assert entry["redirect"] == f"gpuops.bringup.nvidia_{old}" and f"nvidia_{old}" in FILTERS
+        assert entry["deprecation"]["removal_version"] == "1.0.0"
+        assert f"Use gpuops.bringup.nvidia_{old}" in entry["deprecation"]["warning_text"]

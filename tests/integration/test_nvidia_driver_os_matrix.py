@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from preflight_harness import BENCH_KEY_FINGERPRINT, MIRROR, CaseRun, bench_nodes, node_cases
 
-PLAYBOOK = Path(__file__).with_name("driver_preflight.yml")
+PLAYBOOK = Path(__file__).with_name("nvidia_driver_preflight.yml")
 TAG = "nvidia_driver_preflight"
 GROUP = "driver-os-matrix"
 CUDA_REPO = {
