@@ -47,8 +47,8 @@ def test_a_stage_is_named_as_its_role_and_playbook():
 
 
 def test_the_old_stage_names_are_taken_as_the_new_ones():
-    assert stages.selected(["acceptance", "driver", "baseline", "os_baseline"]) == ["os_baseline", "nvidia_driver",
-                                                                                     "acceptance"]  # fmt: skip
+    chosen = stages.selected(["acceptance", "driver", "baseline", "os_baseline"])
+    assert chosen == ["os_baseline", "nvidia_driver", "acceptance"]
     assert stages.from_stage("driver", ["baseline", "driver", "acceptance"]) == ["nvidia_driver", "acceptance"]
     assert stages.deprecations(["driver", "cuda_toolkit", "driver", "baseline"]) == [
         "stage 'driver' is deprecated: its name is now 'nvidia_driver' (the old name goes in gpuops.bringup 1.0.0)",

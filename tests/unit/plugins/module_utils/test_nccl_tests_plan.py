@@ -247,7 +247,14 @@ NO_SMI = {"failed": False, "msg": "nvidia-smi was not found on this host (search
 DAEMON = ["x", "1", "1", "daemon", "/usr/sbin", "/usr/sbin/nologin"]
 
 
-def preflight(release=DEBIAN_13, sources=DEBIAN_13_SOURCES, account=None, gpu_read=GPUS, **params):
+# The default of an argument a case may set to None (sources=None: the release has no package sources table).
+DEFAULT = object()
+
+
+def preflight(release=DEFAULT, sources=DEFAULT, account=None, gpu_read=DEFAULT, **params):
+    release = DEBIAN_13 if release is DEFAULT else release
+    sources = DEBIAN_13_SOURCES if sources is DEFAULT else sources
+    gpu_read = GPUS if gpu_read is DEFAULT else gpu_read
     return nccl_tests_plan.preflight(
         host="n1",
         params={**VALID, "nccl_source": "distribution", "nccl_version": "", "pairs": False, "user": "gpuops-nccl",

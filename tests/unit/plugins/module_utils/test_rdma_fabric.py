@@ -319,14 +319,14 @@ DOCA = {
 NETWORK = ["networkmanager=inactive", "netplan_configs=0", "has=networkctl"]
 
 
-def judge(variables=None, hardware=NDR, node=DEBIAN_12, reads=None, peer=NO_PEER, tables=None):
+def judge(variables=None, hardware=None, node=None, reads=None, peer=None, tables=None):
     return rdma_fabric.preflight(
         host=HOST,
         variables={**VARIABLES, **(variables or {})},
-        hardware=hardware,
-        node=node,
+        hardware=NDR if hardware is None else hardware,
+        node=DEBIAN_12 if node is None else node,
         reads={**READS, **(reads or {})},
-        peer=peer,
+        peer=NO_PEER if peer is None else peer,
         tables={**TABLES, **(tables or {})},
     )
 
