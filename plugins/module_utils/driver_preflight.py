@@ -181,16 +181,15 @@ def _key_pin_problem(host, repository, manager, key, why, instead):
     """The problem of NVIDIA's CUDA repository, which the node needs (why), without its key pinned (or with a pin
     that is none): no repository is trusted without. key: NVIDIA's key for it ({file, fingerprint}), the fix;
     instead: the alternative the fix offers."""
-    found = repositories.list_problems(
-        [{"name": "nvidia-cuda", "uris": [repository["url"]], "suites": ["/"], "key_url": repository["key_url"],
-          "key_fingerprint": repository["fingerprint"], "key_sha256": repository["sha256"]}],
+    found = repositories.repository_problems(
+        {"name": "nvidia-cuda", "uris": [repository["url"]], "suites": ["/"], "key_url": repository["key_url"],
+         "key_fingerprint": repository["fingerprint"], "key_sha256": repository["sha256"]},
         manager,
     )  # fmt: skip
     if not found:
         return None
     pins = repository["pins"]
-    # list_problems names each problem's entry ("[0] "): there is one here.
-    reasons = "; ".join(problem[len("[0] ") :] for problem in found)
+    reasons = "; ".join(found)
     return (
         f"{host} needs NVIDIA's CUDA repository ({why}), but its {reasons}: no repository is trusted without its key "
         "pinned. "
