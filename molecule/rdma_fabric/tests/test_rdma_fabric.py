@@ -209,3 +209,22 @@ def test_bandwidth_check_runs_ib_write_bw_and_says_what_it_measured(host, tmp_pa
     rc, output = stage_run(ROLE_ONLY, "rdma_fabric_verify", ["-i", str(extra)])
     assert rc != 0
     assert BANDWIDTH_SAID[gpudirect] in output, output[-4000:]
+
+
+@pytest.mark.on("l40s")
+def test_a_peer_that_failed_earlier_is_named_in_verify(host, tmp_path, stage_run):
+    """Preflight judges both ends in one task, after both have read their state, so this node carries on while its
+    peer stops there on its own input: the bandwidth check says the peer failed instead of waiting on a server that
+    never starts."""
+    l40s = {"profile": "pcie_l40s_4gpu", "description": "as l40s", "gpu": {"model": "NVIDIA L40S",
+            "architecture": "ada", "count": 4, "nvswitch": False},
+            "infiniband": {"ports": 2, "rate_gbps": 400, "link_layer": "Ethernet"}}  # fmt: skip
+    extra = tmp_path / "peer-fails.yml"
+    hosts = {"l40s": {"rdma_fabric_perftest_peer": "h100"},
+             "h100": {"gpuops_hardware": l40s, "rdma_fabric_stack": "doca"}}  # fmt: skip
+    extra.write_text(json.dumps({"all": {"vars": {"rdma_fabric_peermem": False}, "hosts": hosts}}))
+    rc, output = stage_run(ROLE_ONLY, "rdma_fabric_verify", ["-i", str(extra)])
+    assert rc != 0
+    # h100 stops in the judgment, after its reads: DOCA is not published for its Debian 12.
+    assert "rdma_fabric_stack is doca with rdma_fabric_doca_version" in output, output[-4000:]
+    assert "ib_write_bw l40s -> h100 could not run: h100 failed earlier in this play" in output, output[-4000:]
