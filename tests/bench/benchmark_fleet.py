@@ -57,6 +57,10 @@ def podman(*args: str) -> str:
     return subprocess.run(["podman", *args], capture_output=True, text=True, check=True).stdout
 
 
+def image_exists() -> bool:
+    return subprocess.run(["podman", "image", "exists", f"localhost/gpuops-node:{IMAGE}"], check=False).returncode == 0
+
+
 def start(names: list[str], image: str, workdir: Path) -> Path:
     """Nodes of the image with the simulated L40S, and an inventory of them with the fleet's settings."""
     specs = [{"name": name, "image": image, "hardware": HARDWARE} for name in names]
@@ -116,6 +120,8 @@ def main() -> int:
     parser.add_argument("--counts", default="1,8,16,32", help="comma-separated fleet sizes")
     parser.add_argument("--json", default=str(ROOT / "tests" / "output" / "benchmark_fleet.json"))
     parser.add_argument("--keep", action="store_true", help="leave the nodes and the seed image")
+    parser.add_argument("--reuse-seed", action="store_true",
+                        help="start from the seed image a --keep run left, instead of converging a new seed")  # fmt: skip
     args = parser.parse_args()
     counts = sorted(int(n) for n in args.counts.split(","))
     rows = []
@@ -123,11 +129,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         try:
-            seed = start(["seed"], "debian13", work)
-            first = site(seed)
-            rows.append(summary("seed: first converge", 1, first))
-            podman("commit", "--quiet", f"{GROUP}-seed", f"localhost/gpuops-node:{IMAGE}")
-            bench("nodes", "down", GROUP)
+            if not (args.reuse_seed and image_exists()):
+                seed = start(["seed"], "debian13", work)
+                rows.append(summary("seed: first converge", 1, site(seed)))
+                podman("commit", "--quiet", f"{GROUP}-seed", f"localhost/gpuops-node:{IMAGE}")
+                bench("nodes", "down", GROUP)
             for count in counts:
                 inventory = start([f"n{i:02d}" for i in range(1, count + 1)], IMAGE, work)
                 rows.append(summary("no-op site.yml", count, site(inventory)))
