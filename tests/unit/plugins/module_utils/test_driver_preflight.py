@@ -8,7 +8,9 @@ captures (tests/fixtures/pci), apt-cache policy captured in the bench's Debian 1
 
 from __future__ import annotations
 
+import ast
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,10 @@ DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
 # The defaults as the role sees them: nvidia_driver_kubernetes_node_name's is the inventory name.
 VALUES = {**{k: v for k, v in DEFAULTS.items() if k.startswith("nvidia_driver_")}, "gpuops_hardware": {},
           "nvidia_driver_kubernetes_node_name": "n1"}  # fmt: skip
+# _common/tasks/os_vars.yml's map of os-release IDs to vars file names, from the file itself.
+DISTRO_NAMES = ast.literal_eval(
+    re.search(r"\{\{ (\{.*?\})\.get", (ROOT / "roles" / "_common" / "tasks" / "os_vars.yml").read_text()).group(1)
+)
 FAMILIES = {"debian": "Debian", "ubuntu": "Debian", "rocky": "RedHat", "rhel": "RedHat"}
 NAMES = {"debian": "Debian GNU/Linux", "ubuntu": "Ubuntu", "rocky": "Rocky Linux", "rhel": "Red Hat Enterprise Linux"}
 DEBIAN_KEY = "EB693B3035CD5710E231E123A4B469963BF863CC"
@@ -46,7 +52,7 @@ NONE = pci.inventory([])
 def role_data(os_id, major):
     """The role's data for an OS, from its vars files loaded general to specific (preflight.yml's include_vars)."""
     family = FAMILIES.get(os_id, "unknown")
-    distro = MAIN["__nvidia_driver_distro_names"].get(os_id, family)
+    distro = DISTRO_NAMES.get(os_id, family)
     loaded = {}
     for name in dict.fromkeys([family, f"{family}-{major}", distro, f"{distro}-{major}"]):
         path = ROLE / "vars" / f"{name}.yml"
