@@ -13,7 +13,7 @@ PLAY = """
   gather_facts: false
   tasks:
     - name: The gate
-      ansible.builtin.include_role:
+      ansible.builtin.import_role:
         name: gpuops.bringup._common
         tasks_from: reboot_gate.yml
       vars:
