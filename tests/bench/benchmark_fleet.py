@@ -120,8 +120,7 @@ def main() -> int:
     parser.add_argument("--counts", default="1,8,16,32", help="comma-separated fleet sizes")
     parser.add_argument("--json", default=str(ROOT / "tests" / "output" / "benchmark_fleet.json"))
     parser.add_argument("--keep", action="store_true", help="leave the nodes and the seed image")
-    parser.add_argument("--reuse-seed", action="store_true",
-                        help="start from the seed image a --keep run left, instead of converging a new seed")  # fmt: skip
+    parser.add_argument("--reuse-seed", action="store_true", help="start from the seed image a --keep run left")
     args = parser.parse_args()
     counts = sorted(int(n) for n in args.counts.split(","))
     rows = []

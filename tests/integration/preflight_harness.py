@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / ".collections"))
 
@@ -172,6 +174,24 @@ def local_cases(cases: dict[str, dict]) -> dict[str, dict]:
     # Modules run with the tests' own Python: interpreter discovery on a developer machine may find shims.
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     return {case: {**local, **variables} for case, variables in cases.items()}
+
+
+def local_case_tests(playbook: Path, tag: str, cases: dict[str, tuple[dict, list[str]]], extra: dict | None = None):
+    """The bad-input cases a stage runs on the machine running the tests ({case: (variables, expected sentences)}):
+    a module-scoped fixture `case_run`, one check-mode run of every case and the extra hosts ({name: variables}, such
+    as a control the module tests itself), and the test that each case fails in preflight with its sentences. A test
+    module assigns both: `case_run, test_bad_input_fails_in_preflight = local_case_tests(...)`."""
+
+    @pytest.fixture(scope="module", name="case_run")
+    def run(tmp_path_factory) -> CaseRun:
+        hosts = local_cases({**{case: variables for case, (variables, _expected) in cases.items()}, **(extra or {})})
+        return CaseRun(playbook, tag, tmp_path_factory.mktemp("cases"), hosts)
+
+    @pytest.mark.parametrize("case", sorted(cases))
+    def test_bad_input_fails_in_preflight(case_run: CaseRun, case: str) -> None:
+        case_run.assert_fails_with(case, cases[case][1])
+
+    return run, test_bad_input_fails_in_preflight
 
 
 def node_cases(inventory: Path, cases: dict[str, tuple[str, dict]]) -> dict[str, dict]:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from preflight_harness import MIRROR, ROOT, CaseRun, bench_nodes, local_cases, node_cases
+from preflight_harness import MIRROR, ROOT, CaseRun, bench_nodes, local_case_tests, node_cases
 
 PLAYBOOK = Path(__file__).with_name("cuda_toolkit_preflight.yml")
 TAG = "cuda_toolkit_preflight"
@@ -236,15 +236,7 @@ def bench_key(variables: dict) -> dict:
     return {"cuda_toolkit_cuda_repo_key_fingerprint": mirror["local_repo_key_fingerprint"], **variables}
 
 
-@pytest.fixture(scope="module")
-def local_run(tmp_path_factory) -> CaseRun:
-    hosts = local_cases({case: variables for case, (variables, _expected) in LOCAL_CASES.items()})
-    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("local"), hosts)
-
-
-@pytest.mark.parametrize("case", sorted(LOCAL_CASES))
-def test_bad_input_fails_in_preflight(local_run: CaseRun, case: str) -> None:
-    local_run.assert_fails_with(case, LOCAL_CASES[case][1])
+case_run, test_bad_input_fails_in_preflight = local_case_tests(PLAYBOOK, TAG, LOCAL_CASES)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from preflight_harness import MIRROR, CaseRun, bench_nodes, local_cases, node_cases
+from preflight_harness import MIRROR, CaseRun, bench_nodes, local_case_tests, node_cases
 
 PLAYBOOK = Path(__file__).with_name("rdma_fabric_preflight.yml")
 TAG = "rdma_fabric_preflight"
@@ -179,22 +179,14 @@ LOCAL_CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def local_run(tmp_path_factory) -> CaseRun:
-    """Every local case, and the control, in one run."""
-    cases = {case: variables for case, (variables, _expected) in LOCAL_CASES.items()}
-    control = given(rdma_fabric_interfaces=[{"name": "ibp26s0", "kind": "ipoib", "address": "10.10.0.11/16"}])
-    return CaseRun(PLAYBOOK, TAG, tmp_path_factory.mktemp("local"), local_cases({**cases, "control": control}))
+CONTROL = given(rdma_fabric_interfaces=[{"name": "ibp26s0", "kind": "ipoib", "address": "10.10.0.11/16"}])
+# Every local case, and the control, in one run.
+case_run, test_bad_input_fails_in_preflight = local_case_tests(PLAYBOOK, TAG, LOCAL_CASES, {"control": CONTROL})
 
 
-@pytest.mark.parametrize("case", sorted(LOCAL_CASES))
-def test_bad_input_fails_in_preflight(local_run: CaseRun, case: str) -> None:
-    local_run.assert_fails_with(case, LOCAL_CASES[case][1])
-
-
-def test_valid_input_passes_preflight_and_changes_nothing(local_run: CaseRun) -> None:
+def test_valid_input_passes_preflight_and_changes_nothing(case_run: CaseRun) -> None:
     """The control: the defaults without GPUDirect RDMA pass here, so the failures above come from the input."""
-    local_run.assert_passes_unchanged("control")
+    case_run.assert_passes_unchanged("control")
 
 
 ROCKY_OS_RELEASE = Path(__file__).resolve().parents[1] / "fixtures" / "os-release" / "rocky-9.3"

@@ -1,4 +1,5 @@
-"""A batched stage refuses a node's bad value before its first batch changes any node (playbooks/stage_inputs.yml).
+"""A batched stage refuses a node's bad value before its first batch changes any node (playbooks/stage_inputs.yml);
+site.yml leaves a node that joins no cluster out of stage 4.
 
 Three nodes the controller cannot reach (TEST-NET addresses), the third with a value that would add a chrony
 directive: its refusal comes before the canary batch contacts its node, and the second node is never contacted (the
@@ -18,21 +19,26 @@ NODES = {"node-a": "192.0.2.1", "node-b": "192.0.2.2", "node-c": "192.0.2.3"}
 BAD = {"os_baseline_ntp_servers": ["ntp.example.com\nallow all"]}
 
 
-def test_a_bad_value_on_the_last_node_is_refused_before_the_canary_batch(tmp_path):
-    hosts = {name: {"ansible_host": address, **(BAD if name == "node-c" else {})} for name, address in NODES.items()}
+def run(tmp_path, hosts: dict, children: dict, *args: str) -> tuple[int, str]:
+    """ansible-playbook on nodes nobody answers at (they fail fast as unreachable): its status and output, unfolded."""
     inventory = tmp_path / "inventory.json"
-    inventory.write_text(json.dumps({"all": {"hosts": hosts, "vars": {
-        "ansible_ssh_common_args": "-o ConnectTimeout=2 -o ConnectionAttempts=1"}}}))  # fmt: skip
+    unreachable = {"ansible_ssh_common_args": "-o ConnectTimeout=2 -o ConnectionAttempts=1"}
+    inventory.write_text(json.dumps({"all": {"hosts": hosts, "children": children, "vars": unreachable}}))
     proc = subprocess.run(
-        ["ansible-playbook", "-i", str(inventory), "--skip-tags", "gpuops_inventory", "playbooks/os_baseline.yml"],
+        ["ansible-playbook", "-i", str(inventory), *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,
         env={**os.environ, "ANSIBLE_HOST_KEY_CHECKING": "False"},
     )
-    output = unfold(proc.stdout + proc.stderr)
-    assert proc.returncode != 0, output[-3000:]
+    return proc.returncode, unfold(proc.stdout + proc.stderr)
+
+
+def test_a_bad_value_on_the_last_node_is_refused_before_the_canary_batch(tmp_path):
+    hosts = {name: {"ansible_host": address, **(BAD if name == "node-c" else {})} for name, address in NODES.items()}
+    status, output = run(tmp_path, hosts, {}, "--skip-tags", "gpuops_inventory", "playbooks/os_baseline.yml")
+    assert status != 0, output[-3000:]
     refused = output.find("node-c: os_baseline_ntp_servers")
     canary = output.find("PLAY [Stage 1: OS baseline]")
     assert 0 < refused < canary, output[-4000:]
@@ -51,19 +57,8 @@ def test_site_leaves_a_node_that_joins_no_cluster_out_of_the_kubernetes_stage_un
         "node-a": {"ansible_host": NODES["node-a"], "gpuops_kubernetes_join": "false"},
         "node-b": {"ansible_host": NODES["node-b"]},
     }
-    inventory = tmp_path / "inventory.json"
-    inventory.write_text(json.dumps({"all": {
-        "children": {"rack_r1": {"hosts": dict.fromkeys(hosts)}, "pcie_l40s_4gpu": {"hosts": dict.fromkeys(hosts)}},
-        "hosts": hosts, "vars": {"ansible_ssh_common_args": "-o ConnectTimeout=2 -o ConnectionAttempts=1"}}}))  # fmt: skip
-    proc = subprocess.run(
-        ["ansible-playbook", "-i", str(inventory), "--tags", "k8s_node", "playbooks/site.yml"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_HOST_KEY_CHECKING": "False"},
-    )
-    output = unfold(proc.stdout + proc.stderr)
+    rack = {"rack_r1": {"hosts": dict.fromkeys(hosts)}, "pcie_l40s_4gpu": {"hosts": dict.fromkeys(hosts)}}
+    _status, output = run(tmp_path, hosts, rack, "--tags", "k8s_node", "playbooks/site.yml")
     # One play header per batch: node-a alone is the canary batch.
     stage = "".join(part for part in re.split(r"(?=PLAY \[|PLAY RECAP)", output) if part.startswith("PLAY [Stage 4:"))
     assert "[node-b]: UNREACHABLE" in stage, output[-3000:]
