@@ -52,6 +52,13 @@ def cuda_toolkit_driver_problem(plan, facts, host):
     )
 
 
+def cuda_toolkit_root_paths(plan, executables):
+    """gpuops.bringup.managed_paths entries: the CUDA roots' directories, nvcc wrappers and links."""
+    return cuda_toolkit.root_paths(
+        mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_root_paths"), [str(path) for path in executables]
+    )
+
+
 def cuda_toolkit_verify_problems(plan, packages, facts, profile, compiled, link):
     """What the node, read again after converge, lacks of the plan; [] when nothing."""
     return cuda_toolkit.verify_problems(
@@ -71,5 +78,6 @@ class FilterModule:
             "cuda_toolkit_plan": cuda_toolkit_plan,
             "cuda_toolkit_repository_plan": cuda_toolkit_repository_plan,
             "cuda_toolkit_driver_problem": cuda_toolkit_driver_problem,
+            "cuda_toolkit_root_paths": cuda_toolkit_root_paths,
             "cuda_toolkit_verify_problems": cuda_toolkit_verify_problems,
         }

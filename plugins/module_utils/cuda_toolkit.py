@@ -608,6 +608,46 @@ def repository_plan(index, packages, versions, default, table, host):
     return {"problem": None, "toolkits": toolkits, "default": default_root(toolkits, default)}
 
 
+def root_paths(plan, executables):
+    """The CUDA roots' layout as managed_paths entries: where the source spreads a toolkit over the OS (Debian; a
+    toolkit with an nvcc_binary), its root with bin and nvvm, bin/nvcc a wrapper that puts the real nvcc's directory
+    first on PATH (there Debian's gcc/g++ wrappers pick a host compiler that nvcc supports), every other executable
+    of its packages linked into bin (executables: cuda_toolkit_facts' list), and the plan's links (include, lib64,
+    nvvm/libdevice). NVIDIA's packages install their own roots whole: nothing for them. force on links: in check mode
+    on a fresh node their targets are still to come."""
+    entries = []
+    for toolkit in plan["toolkits"]:
+        root = toolkit["root"]
+        if toolkit["nvcc_binary"]:
+            entries += [{"path": root + sub, "state": "directory", "mode": "0755"} for sub in ("", "/bin", "/nvvm")]
+            nvcc = toolkit["nvcc_binary"]
+            entries.append({
+                "path": root + "/bin/nvcc",
+                "state": "file",
+                "mode": "0755",
+                "content": (
+                    "#!/bin/sh\n"
+                    f"# Managed by gpuops.bringup (cuda_toolkit): CUDA {toolkit['release']}'s nvcc "
+                    f"({toolkit['package']} {toolkit['package_version']}).\n"
+                    "# Its directory first on PATH: nvcc runs the host compiler as gcc/g++, and\n"
+                    "# there Debian's wrappers pick a version this nvcc supports.\n"
+                    f'PATH="{nvcc.rsplit("/", 1)[0]}:${{PATH}}"\n'
+                    "export PATH\n"
+                    f'exec {nvcc} "$@"\n'
+                ),
+            })  # fmt: skip
+            entries += [
+                {"path": f"{root}/bin/{path.rsplit('/', 1)[-1]}", "state": "link", "src": path, "force": True}
+                for path in executables
+                if not path.endswith("/nvcc")
+            ]
+        entries += [
+            {"path": f"{root}/{link['name']}", "state": "link", "src": link["target"], "force": True}
+            for link in toolkit["links"]
+        ]
+    return entries
+
+
 def default_root(toolkits, default):
     """The CUDA root of the toolkit requested as default (its version as cuda_toolkit_versions names it), else of
     the newest."""

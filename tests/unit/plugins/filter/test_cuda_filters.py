@@ -26,8 +26,20 @@ def test_the_filters_are_registered():
         "cuda_toolkit_plan",
         "cuda_toolkit_preflight",
         "cuda_toolkit_repository_plan",
+        "cuda_toolkit_root_paths",
         "cuda_toolkit_verify_problems",
     ]
+
+
+def test_root_paths_of_a_planned_toolkit():
+    plan = cuda.cuda_toolkit_plan(PACKAGES, ["12.4"], "", LAYOUT, "n1")
+    entries = cuda.cuda_toolkit_root_paths(plan, ["/usr/bin/bin2c"])
+    assert [(e["path"], e["state"]) for e in entries][-2:] == [
+        ("/usr/local/lib/gpuops/cuda-12.4/bin/bin2c", "link"),
+        ("/usr/local/lib/gpuops/cuda-12.4/include", "link"),
+    ]
+    with pytest.raises(AnsibleFilterError, match="cuda_toolkit_root_paths"):
+        cuda.cuda_toolkit_root_paths("not a plan", [])
 
 
 def test_input_problems_and_plan():

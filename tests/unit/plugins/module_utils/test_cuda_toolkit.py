@@ -633,3 +633,35 @@ def test_check_output_names_a_failed_device():
     assert found["failed"] == [{"device": 0, "pci": "0000:00:00", "error": "all CUDA-capable devices are busy or "
                                 "unavailable"}]  # fmt: skip
     assert (found["devices"], found["ok"]) == (1, [])
+
+
+# bin/nvcc as nvcc.j2 wrote it before root_paths, read from a bench node converged by it (Debian 13's toolkit):
+# a converged node keeps its file.
+NVCC_WRAPPER = """#!/bin/sh
+# Managed by gpuops.bringup (cuda_toolkit): CUDA 12.4.1's nvcc (nvidia-cuda-toolkit 12.4.131~12.4.1-2).
+# Its directory first on PATH: nvcc runs the host compiler as gcc/g++, and
+# there Debian's wrappers pick a version this nvcc supports.
+PATH="/usr/lib/nvidia-cuda-toolkit/bin:${PATH}"
+export PATH
+exec /usr/lib/nvidia-cuda-toolkit/bin/nvcc "$@"
+"""
+
+
+def test_root_paths_lay_out_a_distribution_toolkit():
+    executables = ["/usr/bin/bin2c", "/usr/lib/nvidia-cuda-toolkit/bin/nvcc", "/usr/bin/cuobjdump"]
+    root = "/usr/local/lib/gpuops/cuda-12.4"
+    assert cuda_toolkit.root_paths(PLAN, executables) == [
+        {"path": root, "state": "directory", "mode": "0755"},
+        {"path": f"{root}/bin", "state": "directory", "mode": "0755"},
+        {"path": f"{root}/nvvm", "state": "directory", "mode": "0755"},
+        {"path": f"{root}/bin/nvcc", "state": "file", "mode": "0755", "content": NVCC_WRAPPER},
+        {"path": f"{root}/bin/bin2c", "state": "link", "src": "/usr/bin/bin2c", "force": True},
+        {"path": f"{root}/bin/cuobjdump", "state": "link", "src": "/usr/bin/cuobjdump", "force": True},
+        {"path": f"{root}/include", "state": "link", "src": "/usr/include", "force": True},
+        {"path": f"{root}/lib64", "state": "link", "src": "/usr/lib/x86_64-linux-gnu", "force": True},
+    ]
+
+
+def test_root_paths_leave_nvidias_own_roots_alone():
+    plan = {"toolkits": [{"root": "/usr/local/cuda-12.6", "nvcc_binary": None, "links": []}]}
+    assert cuda_toolkit.root_paths(plan, ["/usr/local/cuda-12.6/bin/nvcc"]) == []
