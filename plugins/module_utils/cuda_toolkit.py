@@ -613,8 +613,7 @@ def root_paths(plan, executables):
     toolkit with an nvcc_binary), its root with bin and nvvm, bin/nvcc a wrapper that puts the real nvcc's directory
     first on PATH (there Debian's gcc/g++ wrappers pick a host compiler that nvcc supports), every other executable
     of its packages linked into bin (executables: cuda_toolkit_facts' list), and the plan's links (include, lib64,
-    nvvm/libdevice). NVIDIA's packages install their own roots whole: nothing for them. force on links: in check mode
-    on a fresh node their targets are still to come."""
+    nvvm/libdevice). NVIDIA's packages install their own roots whole: nothing for them."""
     entries = []
     for toolkit in plan["toolkits"]:
         root = toolkit["root"]
@@ -637,13 +636,12 @@ def root_paths(plan, executables):
                 ),
             })  # fmt: skip
             entries += [
-                {"path": f"{root}/bin/{path.rsplit('/', 1)[-1]}", "state": "link", "src": path, "force": True}
+                {"path": f"{root}/bin/{path.rsplit('/', 1)[-1]}", "state": "link", "src": path}
                 for path in executables
                 if not path.endswith("/nvcc")
             ]
         entries += [
-            {"path": f"{root}/{link['name']}", "state": "link", "src": link["target"], "force": True}
-            for link in toolkit["links"]
+            {"path": f"{root}/{link['name']}", "state": "link", "src": link["target"]} for link in toolkit["links"]
         ]
     return entries
 

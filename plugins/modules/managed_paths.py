@@ -24,9 +24,9 @@ options:
       - The entries, each C(path) (absolute) and C(state) - C(directory) (with C(mode); parents are created 0755),
         C(link) (with C(src), the target as the link should read), C(file) (with C(content) and C(mode)) or C(absent)
         (a directory goes with everything in it).
-      - A link whose target does not exist is refused unless the entry sets C(force) (a target its packages bring
-        later, in check mode on a fresh node). An entry never replaces a directory with a link or file, nor a file
-        with a directory; a link may replace a file only with C(force).
+      - A link whose target does not exist is refused. Check mode, which changes nothing, does not look, since the
+        packages that bring the target may still be to come. An entry never replaces a directory with a link or a
+        file, nor a file with a directory or a link.
     type: list
     elements: dict
     required: true
@@ -106,10 +106,12 @@ def apply(entry, seen, uid, gid):
         else:
             os.unlink(path)
         return
-    if (kind == "directory" and state != "directory") or (kind not in ("absent", "directory") and state == "directory"):
+    # A directory is never replaced, nor replaces anything but a directory; a file is never replaced by a link (a
+    # link at a file's path is written over).
+    if kind != "absent" and (kind == "directory") != (state == "directory"):
         raise ValueError(f"a {kind} is in the way of the {state}: remove it, or name another path")
-    if kind == "file" and state == "link" and not entry.get("force"):
-        raise ValueError("a file is in the way of the link: remove it, or set force on the entry")
+    if kind == "file" and state == "link":
+        raise ValueError("a file is in the way of the link: remove it, or name another path")
     parent = os.path.dirname(path.rstrip("/"))
     os.makedirs(parent, mode=0o755, exist_ok=True)
     if state == "directory":
@@ -121,7 +123,7 @@ def apply(entry, seen, uid, gid):
     temporary = os.path.join(parent, f".{os.path.basename(path)}.gpuops-{os.getpid()}")
     try:
         if state == "link":
-            if not entry.get("force") and not os.path.exists(os.path.join(parent, entry["src"])):
+            if not os.path.exists(os.path.join(parent, entry["src"])):
                 raise ValueError("its target {} does not exist".format(entry["src"]))
             os.symlink(entry["src"], temporary)
             os.lchown(temporary, uid, gid)
@@ -164,12 +166,15 @@ def main():
     problems = managed_paths.entry_problems(entries)
     if problems:
         module.fail_json(msg="managed_paths: " + "; ".join(problems), changed_paths={})
+    owner, group = module.params["owner"], module.params["group"]
     try:
-        owner, group = module.params["owner"], module.params["group"]
         uid = int(owner) if owner.isdigit() else pwd.getpwnam(owner).pw_uid
+    except KeyError:
+        module.fail_json(msg=f"managed_paths: owner {owner} is no user on this node", changed_paths={})
+    try:
         gid = int(group) if group.isdigit() else grp.getgrnam(group).gr_gid
-    except KeyError as error:
-        module.fail_json(msg=f"managed_paths: no such user or group: {error}", changed_paths={})
+    except KeyError:
+        module.fail_json(msg=f"managed_paths: group {group} is no group on this node", changed_paths={})
     changed = {}
     diffs = []
     for entry in entries:

@@ -655,10 +655,10 @@ def test_root_paths_lay_out_a_distribution_toolkit():
         {"path": f"{root}/bin", "state": "directory", "mode": "0755"},
         {"path": f"{root}/nvvm", "state": "directory", "mode": "0755"},
         {"path": f"{root}/bin/nvcc", "state": "file", "mode": "0755", "content": NVCC_WRAPPER},
-        {"path": f"{root}/bin/bin2c", "state": "link", "src": "/usr/bin/bin2c", "force": True},
-        {"path": f"{root}/bin/cuobjdump", "state": "link", "src": "/usr/bin/cuobjdump", "force": True},
-        {"path": f"{root}/include", "state": "link", "src": "/usr/include", "force": True},
-        {"path": f"{root}/lib64", "state": "link", "src": "/usr/lib/x86_64-linux-gnu", "force": True},
+        {"path": f"{root}/bin/bin2c", "state": "link", "src": "/usr/bin/bin2c"},
+        {"path": f"{root}/bin/cuobjdump", "state": "link", "src": "/usr/bin/cuobjdump"},
+        {"path": f"{root}/include", "state": "link", "src": "/usr/include"},
+        {"path": f"{root}/lib64", "state": "link", "src": "/usr/lib/x86_64-linux-gnu"},
     ]
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import stat
 
+import pytest
+
 from ansible_collections.gpuops.bringup.plugins.modules import managed_paths
 
 OWNER = {"owner": str(os.getuid()), "group": str(os.getgid())}
@@ -54,13 +56,43 @@ def test_check_mode_reports_without_changing_and_shows_the_file_diff(run_module,
     assert stat.S_IMODE((tmp_path / "cuda").stat().st_mode) == 0o700
 
 
-def test_a_link_to_a_missing_target_is_refused_unless_forced(run_module, tmp_path):
+def test_a_link_to_a_missing_target_is_refused(run_module, tmp_path):
     link = {"path": f"{tmp_path}/lib64", "state": "link", "src": f"{tmp_path}/missing"}
     result, failed = run_module(managed_paths.main, {"paths": [link], **OWNER}, NONE)
-    assert failed and result["msg"].endswith(f"its target {tmp_path}/missing does not exist"), result
+    assert failed and result["msg"] == (
+        f"managed_paths: {tmp_path}/lib64 (absent): its target {tmp_path}/missing does not exist"
+    ), result
     assert result["changed_paths"] == {} and not os.path.lexists(link["path"])
-    result, failed = run_module(managed_paths.main, {"paths": [{**link, "force": True}], **OWNER}, NONE)
-    assert not failed and os.readlink(link["path"]) == f"{tmp_path}/missing"
+
+
+def test_check_mode_does_not_look_for_a_links_target(run_module, tmp_path):
+    """On a fresh node the packages that bring the target are still to come."""
+    link = {"path": f"{tmp_path}/lib64", "state": "link", "src": f"{tmp_path}/missing"}
+    result, failed = run_module(managed_paths.main, {"paths": [link], **OWNER}, NONE, check_mode=True)
+    assert not failed and result["changed_paths"] == {link["path"]: ["absent"]}
+    assert not os.path.lexists(link["path"])
+
+
+def test_a_file_in_the_way_of_a_link_is_never_replaced(run_module, tmp_path):
+    (tmp_path / "include").write_text("x")
+    link = {"path": f"{tmp_path}/include", "state": "link", "src": str(tmp_path)}
+    result, failed = run_module(managed_paths.main, {"paths": [link], **OWNER}, NONE)
+    assert failed and result["msg"].endswith("a file is in the way of the link: remove it, or name another path")
+    assert (tmp_path / "include").read_text() == "x"
+
+
+@pytest.mark.parametrize(
+    ("who", "message"),
+    [
+        ({"owner": "gpuops-nobody"}, "managed_paths: owner gpuops-nobody is no user on this node"),
+        ({"owner": "0", "group": "gpuops-nobody"}, "managed_paths: group gpuops-nobody is no group on this node"),
+    ],
+)
+def test_an_unknown_owner_or_group_fails_before_any_change(run_module, tmp_path, who, message):
+    paths = [{"path": f"{tmp_path}/d", "state": "directory", "mode": "0755"}]
+    result, failed = run_module(managed_paths.main, {"paths": paths, **who}, NONE)
+    assert failed and result["msg"] == message, result
+    assert not (tmp_path / "d").exists()
 
 
 def test_a_directory_in_the_way_is_never_replaced(run_module, tmp_path):
