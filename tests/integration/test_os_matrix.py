@@ -1,9 +1,9 @@
-"""os_baseline's variables load, and its templates render, on every supported OS; others are refused.
+"""os_baseline's variables load, and its templates and files render, on every supported OS; others are refused.
 
 Each node is a bench container whose /etc/os-release is a real one of that
 OS (tests/fixtures/os-release, sources in SOURCES.md): os_facts reads it as
 it would on that OS, and the role loads that OS's variables. Only preflight
-and template rendering run; installing packages needs the real OS.
+and rendering run; installing packages needs the real OS.
 """
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ def test_supported_release_loads_and_renders(matrix, release):
     family = "RedHat" if release.startswith(("rocky", "rhel")) else "Debian"
     assert result["family"] == family
     rendered = result["rendered"]
-    assert all(text.startswith("# Managed by gpuops.bringup") for text in rendered.values())
+    configuration = result["configuration"]
+    assert all(text.startswith("# Managed by gpuops.bringup") for text in [*rendered.values(), *configuration.values()])
     if family == "Debian":
         codename = {"ubuntu-22.04": "jammy", "ubuntu-24.04": "noble"}[release]
         sources = rendered["os.sources.j2"]
@@ -101,7 +102,7 @@ def test_supported_release_loads_and_renders(matrix, release):
         assert "Components: main restricted universe multiverse" in sources
         assert "Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg" in sources
         assert result["chrony_service"] == "chrony.service"
-        assert "pool ntp.ubuntu.com iburst" in rendered["chrony.conf.j2"]
+        assert "pool ntp.ubuntu.com iburst" in configuration["/etc/chrony/chrony.conf"]
         assert result["initramfs_command"] == ["update-initramfs", "-u", "-k", "all"]
     else:
         major = release.split("-")[1].split(".")[0]
@@ -117,6 +118,7 @@ def test_supported_release_loads_and_renders(matrix, release):
         assert len(re.findall(r"^gpgcheck=1$", repo, re.MULTILINE)) == len(re.findall(r"^\[", repo, re.MULTILINE))
         assert result["chrony_service"] == "chronyd.service"
         assert result["chrony_conf"] == "/etc/chrony.conf"
+        assert "driftfile /var/lib/chrony/drift\n" in configuration["/etc/chrony.conf"]
         assert "python3-dnf-plugin-versionlock" in result["packages"]
         assert result["initramfs_command"] == ["dracut", "-f", "--regenerate-all"]
 

@@ -144,6 +144,41 @@ def test_sysctl_drift_needs_two_mappings(desired, live):
         KERNEL["sysctl_drift"](desired, live)
 
 
+SETTINGS = {
+    "files": {name: f"/etc/{name}" for name in ("nouveau", "grub", "modules", "sysctl", "limits", "systemd", "chrony")},
+    "blacklist_nouveau": False, "kernel_cmdline": [], "modules": [], "sysctl": {}, "memlock_unlimited": False,
+    "chrony": None, "disable_swap": False, "kernel_hold": False, "chrony_service": "chrony.service",
+}  # fmt: skip
+
+
+def test_the_os_baseline_decisions_through_their_filters():
+    node = {"boot": {"loader": "none"}, "capabilities": {}}
+    files = SETTINGS["files"]
+    assert [(e["path"], e["state"]) for e in KERNEL["os_baseline_paths"](node, SETTINGS)] == [
+        ("/etc/nouveau", "absent"), ("/etc/modules", "file"), ("/etc/sysctl", "file"), ("/etc/limits", "absent"),
+        ("/etc/systemd", "absent"),
+    ]  # fmt: skip
+    assert KERNEL["os_baseline_steps"](node, SETTINGS, {files["systemd"]: ["absent"]})["reexec"] is True
+    assert KERNEL["os_baseline_verify_problems"](node, SETTINGS) == {
+        "failures": [],
+        "not_applicable": ["kernel command line", "loaded modules", "swap state", "live sysctls", "chrony running",
+                           "service memlock limit"],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["os_baseline_paths", "os_baseline_verify_problems"])
+def test_the_os_baseline_filters_name_a_missing_setting(name):
+    with pytest.raises(AnsibleFilterError, match=f"gpuops.bringup.{name} needs the role's settings with chrony$"):
+        KERNEL[name]({}, {k: v for k, v in SETTINGS.items() if k != "chrony"})
+    with pytest.raises(AnsibleFilterError, match=f"gpuops.bringup.{name} needs os_facts' gpuops_os"):
+        KERNEL[name](None, SETTINGS)
+
+
+def test_the_os_baseline_steps_need_managed_paths_changes():
+    with pytest.raises(AnsibleFilterError, match="needs managed_paths' changed_paths"):
+        KERNEL["os_baseline_steps"]({}, SETTINGS, None)
+
+
 class TaggedStr(str):
     """Stands in for the tagged str subclass Ansible hands a filter from a template."""
 

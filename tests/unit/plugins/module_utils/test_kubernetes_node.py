@@ -7,11 +7,11 @@ are synthetic, in the API's shape.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
 import yaml
+from nested import changed
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import kubernetes_node as kn
 
@@ -358,14 +358,7 @@ STAGE_1_FIX = (
 
 def gpuops_os(**changes):
     """GPUOPS_OS with changes: os__id="rocky" sets GPUOPS_OS["os"]["id"]."""
-    state = copy.deepcopy(GPUOPS_OS)
-    for path, value in changes.items():
-        *parents, last = path.split("__")
-        target = state
-        for key in parents:
-            target = target[key]
-        target[last] = value
-    return state
+    return changed(GPUOPS_OS, **changes)
 
 
 def preflight(state=None, reads=None, **variables):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
+from nested import changed
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import os_baseline
 
@@ -28,14 +27,7 @@ VARIABLES = {
 
 
 def node(**changes):
-    state = copy.deepcopy(NODE)
-    for path, value in changes.items():
-        *parents, last = path.split("__")
-        target = state
-        for key in parents:
-            target = target[key]
-        target[last] = value
-    return state
+    return changed(NODE, **changes)
 
 
 def preflight(state=None, **variables):
@@ -140,3 +132,206 @@ def test_no_bootloader_is_a_problem_only_with_arguments_to_manage():
     state = node(boot__loader="none")
     assert preflight(state, os_baseline_kernel_cmdline=[])["problems"] == []
     assert "has no bootloader this role manages" in preflight(state)["problems"][0]
+
+
+# The role's settings as its defaults leave them on Debian (__os_baseline_settings), and os_facts' gpuops_os of a
+# node that already has all of it.
+FILES = {
+    "nouveau": "/etc/modprobe.d/gpuops-blacklist-nouveau.conf", "grub": "/etc/default/grub.d/90-gpuops.cfg",
+    "modules": "/etc/modules-load.d/gpuops.conf", "sysctl": "/etc/sysctl.d/90-gpuops.conf",
+    "limits": "/etc/security/limits.d/90-gpuops-memlock.conf",
+    "systemd": "/etc/systemd/system.conf.d/90-gpuops-memlock.conf", "chrony": "/etc/chrony/chrony.conf",
+}  # fmt: skip
+SETTINGS = {
+    "files": FILES, "blacklist_nouveau": True, "kernel_cmdline": ["iommu=pt"], "modules": ["ib_umad", "overlay"],
+    "sysctl": {"net.ipv4.ip_forward": 1, "kernel.numa_balancing": 0}, "memlock_unlimited": True,
+    "disable_swap": True, "kernel_hold": True, "chrony_service": "chrony.service",
+    "chrony": {"servers": [], "pools": ["2.debian.pool.ntp.org"], "driftfile": "/var/lib/chrony/chrony.drift",
+               "includes": ["confdir /etc/chrony/conf.d"]},
+}  # fmt: skip
+CONVERGED = {
+    **NODE,
+    "capabilities": {"own_kernel": True, "modules_loadable": True, "sysctl_writable": True, "swap_controllable": True,
+                     "clock_settable": True, "memlock_raisable": True},
+    "boot": {"loader": "grub", "initramfs_tool": "update-initramfs", "initramfs_stale": [], "grub_stale": False},
+    "kernel": {**NODE["kernel"], "installed": ["6.1.0-40-amd64"],
+               "packages": {"running": ["linux-image-6.1.0-40-amd64"], "meta": ["linux-image-amd64"]}},
+    "kernel_modules": {"ib_umad": "loaded", "overlay": "builtin", "nouveau": "absent"},
+    "sysctl": {"net.ipv4.ip_forward": "1", "kernel.numa_balancing": "0"},
+    "limits": {"systemd_default_memlock": "infinity"},
+    "swap": {"active": [], "fstab": []},
+    "units": {"chrony.service": {"enabled": True, "active": True}},
+    "packages": {"held": ["linux-image-6.1.0-40-amd64", "linux-image-amd64"], "broken": []},
+}  # fmt: skip
+CONTAINER_CAPABILITIES = dict.fromkeys(CONVERGED["capabilities"], False)
+
+
+def converged(**changes):
+    return changed(CONVERGED, **changes)
+
+
+def paths(state=None, **settings):
+    entries = os_baseline.configuration_paths(node=state or CONVERGED, settings={**SETTINGS, **settings})
+    return {e["path"]: e for e in entries}
+
+
+def test_every_configuration_file_with_its_whole_text():
+    entries = paths()
+    assert list(entries) == [FILES["nouveau"], FILES["grub"], FILES["modules"], FILES["sysctl"], FILES["limits"],
+                             "/etc/systemd/system.conf.d", FILES["systemd"], FILES["chrony"]]  # fmt: skip
+    assert entries["/etc/systemd/system.conf.d"] == {"path": "/etc/systemd/system.conf.d", "state": "directory",
+                                                     "mode": "0755"}  # fmt: skip
+    assert all(e["mode"] == "0644" and e["content"].startswith(os_baseline.HEADER)
+               for e in entries.values() if e["state"] == "file")  # fmt: skip
+    assert entries[FILES["grub"]]["content"].endswith(
+        'GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX:+$GRUB_CMDLINE_LINUX }iommu=pt"\n'
+    )
+    assert entries[FILES["modules"]]["content"].endswith("by systemd-modules-load.\nib_umad\noverlay\n")
+    assert entries[FILES["chrony"]]["content"] == (
+        os_baseline.HEADER + "pool 2.debian.pool.ntp.org iburst\ndriftfile /var/lib/chrony/chrony.drift\n"
+        "# Step the clock at start-up only: later steps would break NCCL and MPI timeouts.\nmakestep 1 3\nrtcsync\n"
+        "leapsectz right/UTC\nconfdir /etc/chrony/conf.d\n"
+    )
+
+
+def test_sysctls_are_written_in_the_order_and_form_the_template_wrote_them():
+    # Jinja's dictsort ignored case; values as Jinja printed them (an upgrade must not rewrite the file).
+    content = paths(sysctl={"net.b": "4096\t87380", "Net.a": True, "fs.c": 0.5, "kernel.d": 0})[FILES["sysctl"]]
+    assert content["content"] == os_baseline.HEADER + "fs.c = 0.5\nkernel.d = 0\nNet.a = True\nnet.b = 4096\t87380\n"
+
+
+def test_switched_off_settings_remove_their_files():
+    entries = paths(blacklist_nouveau=False, kernel_cmdline=[], memlock_unlimited=False, chrony=None)
+    assert {p: e["state"] for p, e in entries.items()} == {
+        FILES["nouveau"]: "absent", FILES["grub"]: "absent", FILES["modules"]: "file", FILES["sysctl"]: "file",
+        FILES["limits"]: "absent", FILES["systemd"]: "absent",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("loader", ["grubby", "none"])
+def test_the_grub_drop_in_only_where_grub_boots_the_node(loader):
+    assert FILES["grub"] not in paths(converged(boot__loader=loader))
+
+
+def steps(state=None, changed=(), **settings):
+    changed_paths = {FILES[name]: ["absent"] for name in changed}
+    return os_baseline.configuration_steps(
+        node=state or CONVERGED, settings={**SETTINGS, **settings}, changed_paths=changed_paths
+    )
+
+
+NOTHING = {"initramfs": False, "grub": False, "load_modules": [], "sysctl": False, "reexec": False,
+           "restart_chrony": False, "cmdline_changed": False}  # fmt: skip
+
+
+def test_a_converged_node_needs_no_step():
+    assert steps() == NOTHING
+
+
+@pytest.mark.parametrize(
+    ("changed", "wanted"),
+    [
+        (["nouveau"], {"initramfs": True}),
+        (["grub"], {"grub": True, "cmdline_changed": True}),
+        (["sysctl"], {"sysctl": True}),
+        (["systemd"], {"reexec": True}),
+        (["chrony"], {"restart_chrony": True}),
+        # Written by the modules-load file alone, the limits for users: their next boot and login read them.
+        (["modules", "limits"], {}),
+    ],
+)
+def test_each_written_file_asks_for_its_step(changed, wanted):
+    assert steps(changed=changed) == {**NOTHING, **wanted}
+
+
+@pytest.mark.parametrize(
+    ("changes", "wanted"),
+    [
+        ({"boot__initramfs_stale": ["6.1.0-40-amd64"]}, {"initramfs": True}),
+        ({"boot__grub_stale": True}, {"grub": True}),
+        ({"kernel_modules__ib_umad": "absent"}, {"load_modules": ["ib_umad"]}),
+        ({"sysctl__kernel.numa_balancing": "1"}, {"sysctl": True}),
+        ({"sysctl": {"net.ipv4.ip_forward": "1"}}, {"sysctl": True}),
+        ({"limits__systemd_default_memlock": "8388608"}, {"reexec": True}),
+    ],
+)  # fmt: skip
+def test_what_an_earlier_failed_run_left_undone_is_done(changes, wanted):
+    assert steps(converged(**changes)) == {**NOTHING, **wanted}
+
+
+def test_no_initramfs_without_its_tool_or_a_kernel_package():
+    assert steps(converged(boot__initramfs_tool=""), changed=["nouveau"])["initramfs"] is False
+    assert steps(converged(kernel__installed=[]), changed=["nouveau"])["initramfs"] is False
+
+
+def test_a_container_takes_only_the_steps_its_own_files_need():
+    state = converged(capabilities=CONTAINER_CAPABILITIES, kernel_modules__ib_umad="absent",
+                      limits__systemd_default_memlock="65536", boot__grub_stale=True)  # fmt: skip
+    everything = ["nouveau", "grub", "sysctl", "systemd", "chrony"]
+    assert steps(state, changed=everything) == {**NOTHING, "initramfs": True, "reexec": True}
+    assert steps(state) == NOTHING
+
+
+def test_switched_off_settings_ask_for_nothing_of_their_own():
+    state = converged(limits__systemd_default_memlock="65536")
+    assert steps(state, memlock_unlimited=False, chrony=None, changed=["chrony"]) == NOTHING
+    # Removing the services' limit re-executes systemd too, so services lose it without a reboot.
+    assert steps(state, memlock_unlimited=False, changed=["systemd"]) == {**NOTHING, "reexec": True}
+
+
+def verify(state=None, **settings):
+    return os_baseline.verify_problems(node=state or CONVERGED, settings={**SETTINGS, **settings})
+
+
+def test_a_converged_node_passes_with_nothing_left_out():
+    assert verify() == {"failures": [], "not_applicable": []}
+
+
+def test_every_failure_at_once():
+    state = converged(
+        packages={"held": ["linux-image-amd64"], "broken": ["nvidia-kernel-dkms"]},
+        kernel_modules={"ib_umad": "absent", "overlay": "absent", "nouveau": "loaded"},
+        sysctl={"kernel.numa_balancing": "1"},
+        swap={"active": [{"device": "/dev/vda3"}], "fstab": ["/dev/vda3"]},
+        kernel__cmdline=["ro"],
+        limits__systemd_default_memlock="65536",
+        units={"chrony.service": {"enabled": False, "active": False}},
+    )
+    assert verify(state)["failures"] == [
+        "packages not held: linux-image-6.1.0-40-amd64",
+        "kernel modules not loaded: ib_umad, overlay",
+        "nouveau is loaded",
+        "sysctls differ from the configuration: kernel.numa_balancing, net.ipv4.ip_forward",
+        "swap is still on: /dev/vda3",
+        "swap is still in /etc/fstab",
+        "kernel arguments missing from the running command line: iommu=pt",
+        "services do not get unlimited locked memory (DefaultLimitMEMLOCK=65536)",
+        "chrony is not enabled",
+        "chrony is not running",
+        "packages left half-installed: nvidia-kernel-dkms",
+    ]
+
+
+def test_switched_off_settings_are_not_verified():
+    state = converged(packages__held=[], kernel_modules__nouveau="loaded", swap={"active": [{"device": "/s"}],
+                      "fstab": ["/s"]}, limits__systemd_default_memlock="65536", units={})  # fmt: skip
+    assert verify(state, kernel_hold=False, blacklist_nouveau=False, disable_swap=False, memlock_unlimited=False,
+                  chrony=None) == {"failures": [], "not_applicable": []}  # fmt: skip
+
+
+def test_no_command_line_to_verify_without_a_bootloader():
+    assert verify(converged(kernel__cmdline=["ro"], boot__loader="none"))["failures"] == []
+
+
+def test_a_container_is_verified_for_what_it_owns_and_says_what_its_host_owns():
+    state = converged(capabilities=CONTAINER_CAPABILITIES, kernel_modules={"nouveau": "loaded"}, sysctl={},
+                      kernel__cmdline=[], swap={"active": [{"device": "/s"}], "fstab": []},
+                      limits__systemd_default_memlock="65536",
+                      units={"chrony.service": {"enabled": True, "active": False}})  # fmt: skip
+    assert verify(state) == {
+        "failures": [],
+        "not_applicable": ["kernel command line", "loaded modules", "swap state", "live sysctls", "chrony running",
+                           "service memlock limit"],
+    }  # fmt: skip
+    state = converged(capabilities=CONTAINER_CAPABILITIES, swap={"active": [], "fstab": ["/s"]}, units={})
+    assert verify(state)["failures"] == ["swap is still in /etc/fstab", "chrony is not enabled"]
