@@ -15,9 +15,12 @@ all_reduce from about 180 GB/s to about 10 GB/s). Rebuilding the driver's DKMS m
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import json
+import posixpath
 import re
+import uuid
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import apt, repositories
 
@@ -523,3 +526,313 @@ def port_report(node, hardware, facts):
     summary = (f"{mark}{node} ({hardware.get('profile')}): {len(active)}/{expected.get('ports')} {layer or 'RDMA'} "
                f"ports active at {rates or '-'} Gb/s")  # fmt: skip
     return {"summary": summary, "problems": problems}
+
+
+def _mtu(interface, settings):
+    default = settings["ipoib_mtu"] if interface.get("kind") == "ipoib" else settings["roce_mtu"]
+    return interface.get("mtu", default)
+
+
+def _tool_problems(settings, seen):
+    """How the network tool's own reading of the interface files (netplan get's ethernets, parsed, {} for none;
+    nmcli's connection names) differs from the inventory; [] when the tool was not asked (None: networkd)."""
+    problems = []
+    tool = settings["tool"]
+    for interface in settings["interfaces"]:
+        name, mtu = interface["name"], _mtu(interface, settings)
+        if tool == "netplan" and seen is not None:
+            found = seen.get(name) if isinstance(seen, dict) else None
+            if str(found.get("mtu") if isinstance(found, dict) else None) != str(mtu):
+                problems.append(f"netplan reads {name} as {json.dumps(found)}, not with MTU {mtu}")
+        elif tool == "networkmanager" and seen is not None and settings["nm_prefix"] + name not in seen:
+            problems.append(f"NetworkManager has not loaded the connection {settings['nm_prefix']}{name}")
+    return problems
+
+
+def verify_problems(*, host, settings, node, reads):
+    """rdma_fabric's verification of one node: {failures, not_applicable, summary} (summary: the passed message).
+
+    settings: stack, peermem (bool), interfaces, ipoib_mtu, roce_mtu, tool (preflight's network tool), nm_prefix,
+    held_packages, doca (release, profile and the version installed; None without DOCA), state_file, perftest_peer
+    ("" without), perftest_min, profile_ports (gpuops_hardware's RDMA port count), qos_units (the RoCE QoS units
+    wanted); node: os_facts' gpuops_os read after the run (units: the tool's and the QoS units); reads: packages
+    (package_info's, {} without a stack), peermem (rdma_fabric_facts' peermem read again, {} when off), ports
+    (port_report's, None when not judged), state (what this run decided and managed_paths wrote to the state file:
+    not read again), perftest_said and perftest_passed, tool (the network tool's reading: netplan's ethernets, {} for
+    none, or nmcli's connection names; None when not read).
+    """
+    caps = _get(node, "capabilities") or {}
+    own_kernel = bool(caps.get("own_kernel"))
+    packages = reads.get("packages") or {}
+    peermem = reads.get("peermem") or {}
+    ports = reads.get("ports")
+    failures = [f"not installed: {name}" for name, p in packages.items() if not p.get("installed")]
+    failures += [f"not held: {name}" for name, p in packages.items() if p.get("installed") and not p.get("held")]
+    failures += [p["message"] for p in (ports or {}).get("problems", [])]
+    if settings["peermem"] and own_kernel and not peermem.get("loaded"):
+        failures.append(
+            f"nvidia-peermem ({peermem.get('module')}) is not loaded: GPUDirect RDMA is off and NCCL stages through "
+            "host memory"
+        )
+    if settings["peermem"] and peermem.get("status") != "ready":
+        failures.append(f"nvidia-peermem is {peermem.get('status')}: {'; '.join(peermem.get('problems') or [])}")
+    memlock = _get(node, "limits", "systemd_default_memlock")
+    if caps.get("memlock_raisable") and memlock != "infinity":
+        failures.append(
+            f"services do not get unlimited locked memory (DefaultLimitMEMLOCK={memlock}): RDMA memory registration "
+            "fails. Fix: stage 1 with os_baseline_memlock_unlimited: true"
+        )
+    units = _get(node, "units") or {}
+    failures += [f"not enabled: {name}" for name, unit in units.items() if not (unit or {}).get("enabled")]
+    said, peer = reads.get("perftest_said") or "", settings["perftest_peer"]
+    if peer and not reads.get("perftest_passed"):
+        minimum = settings["perftest_min"]
+        failures.append(said + (f", expected at least {minimum} Gb/s" if "averaged" in said else ""))
+    state = reads.get("state")
+    failures += _tool_problems(settings, reads.get("tool"))
+    not_applicable = []
+    if not own_kernel:
+        not_applicable += ["nvidia-peermem loaded"] if settings["peermem"] else []
+        not_applicable += ["interfaces applied"] if settings["interfaces"] else []
+        not_applicable += ["RoCE QoS applied"] if settings["qos_units"] else []
+    not_applicable += [] if caps.get("memlock_raisable") else ["service memlock limit"]
+    return {
+        "failures": failures,
+        "not_applicable": not_applicable,
+        "summary": _summary(host, settings, own_kernel, peermem, ports, said, state, not_applicable),
+    }
+
+
+def _summary(host, settings, own_kernel, peermem, ports, said, state, not_applicable):
+    stack = settings["stack"]
+    held = ""
+    if stack != "none":
+        doca = settings.get("doca")
+        held = f" ({len(settings['held_packages'])} packages held at their versions" + (
+            f", DOCA {' '.join(str(part) for part in doca)})" if stack == "doca" and doca else ")"
+        )
+    if ports is not None:
+        ports_said = ports.get("summary")
+    else:
+        ports_said = "no RDMA ports expected" if settings["profile_ports"] == 0 else "ports not checked"
+    gpudirect = (
+        f"nvidia-peermem ({peermem.get('module')}) at boot" + (", loaded" if own_kernel else "")
+        if settings["peermem"]
+        else "off (rdma_fabric_peermem: false)"
+    )
+    interfaces = settings["interfaces"]
+    tool = f" for {settings['tool']}" if interfaces else ""
+    perftest = f" {said} (at least {settings['perftest_min']});" if settings["perftest_peer"] else ""
+    gid_index = json.dumps((state or {}).get("gid_index"))
+    host_owned = (
+        f"; not applicable: {', '.join(not_applicable)} (this node's kernel and network devices belong to its "
+        "container host)"
+        if not_applicable
+        else ""
+    )
+    return (
+        f"{host} passed rdma_fabric verification: stack {stack}{held}; {ports_said}; GPUDirect RDMA {gpudirect}; "
+        f"{len(interfaces)} fabric interfaces{tool};{perftest} state in {settings['state_file']} "
+        f"(gid_index {gid_index}){host_owned}"
+    )
+
+
+# The files the stage writes are rendered here whole, so that one managed_paths call lays them all out (and removes
+# those no longer wanted), and what a run needs afterwards follows from what that call changed.
+HEADER = "# Managed by gpuops.bringup (rdma_fabric): edit the inventory, not this file.\n"
+NO_ROUTE = "# A fabric link carries RDMA and NCCL's bootstrap, not a default route"
+# Ansible's to_uuid namespace: a connection's UUID stays what the role's template gave it.
+UUID_NAMESPACE = uuid.UUID("361E6D51-FAEC-444A-9079-341386DA8E2E")
+SYSTEMD_DIR = "/etc/systemd/system"
+
+
+def _lines(lines):
+    return "".join(line + "\n" for line in lines)
+
+
+def _ipoib(interface):
+    return interface.get("kind") == "ipoib"
+
+
+def networkd_file(interface, settings):
+    """A fabric interface as a systemd-networkd .network file."""
+    lines = ["[Match]", f"Name={interface['name']}", "", "[Link]", f"MTUBytes={_mtu(interface, settings)}",
+             "RequiredForOnline=no", "", "[Network]"]  # fmt: skip
+    lines += [f"Address={interface['address']}"] if "address" in interface else []
+    lines += [NO_ROUTE + ".", "LinkLocalAddressing=no", "IPv6AcceptRA=no"]
+    lines += ["", "[IPoIB]", f"Mode={interface.get('ipoib_mode', 'datagram')}"] if _ipoib(interface) else []
+    return HEADER + _lines(lines)
+
+
+def nm_file(interface, host, settings):
+    """A fabric interface as a NetworkManager keyfile connection, its UUID derived from the host and interface."""
+    name = interface["name"]
+    section = "infiniband" if _ipoib(interface) else "ethernet"
+    connection = uuid.uuid5(UUID_NAMESPACE, f"{host} {name}")
+    lines = ["[connection]", f"id={settings['nm_prefix']}{name}", f"uuid={connection}", f"type={section}",
+             f"interface-name={name}", "autoconnect=true", "", f"[{section}]",
+             f"mtu={_mtu(interface, settings)}"]  # fmt: skip
+    lines += [f"transport-mode={interface.get('ipoib_mode', 'datagram')}"] if _ipoib(interface) else []
+    lines += ["", NO_ROUTE + ".", "[ipv4]"]
+    if "address" in interface:
+        lines += ["method=manual", f"address1={interface['address']}", "never-default=true"]
+    else:
+        lines += ["method=disabled"]
+    lines += ["", "[ipv6]", "method=disabled"]
+    return HEADER + _lines(lines)
+
+
+def netplan_file(interfaces, settings):
+    """Every fabric interface in one netplan file (IPoIB ports are ethernets to netplan, with their mode)."""
+    lines = ["# IPoIB ports are ethernets to netplan, with their infiniband-mode.", "network:", "  version: 2",
+             "  ethernets:"]  # fmt: skip
+    for interface in interfaces:
+        lines += [f"    {interface['name']}:", "      renderer: networkd", f"      mtu: {_mtu(interface, settings)}"]
+        lines += [f"      addresses: [{interface['address']}]"] if "address" in interface else []
+        lines += ["      " + NO_ROUTE + ";", "      # boot does not wait for it.", "      link-local: []",
+                  "      accept-ra: false", "      optional: true"]  # fmt: skip
+        lines += [f"      infiniband-mode: {interface.get('ipoib_mode', 'datagram')}"] if _ipoib(interface) else []
+    return HEADER + _lines(lines)
+
+
+def qos_unit_name(interface, settings):
+    return f"{settings['qos_prefix']}{interface['name']}.service"
+
+
+def _device_unit(name):
+    return f"sys-subsystem-net-devices-{name}.device"
+
+
+def qos_unit_file(interface, settings):
+    """The oneshot unit that applies RoCE QoS to an interface whenever its link appears."""
+    name, dcb = interface["name"], settings["dcb"]
+    dscp, priority, ecn = settings["roce_dscp"], settings["roce_priority"], settings["roce_ecn"]
+    device = _device_unit(name)
+    lines = [
+        f"# RoCE QoS for {name}, applied whenever the link appears: DSCP",
+        f"# {dscp} -> priority {priority} (mlx5 trusts DSCP once a DSCP mapping is set), PFC on",
+        f"# priority {priority} only" + (", ECN (DCQCN) on it as notification and reaction point" if ecn else "") + ".",
+        "[Unit]", f"Description=RoCE QoS for {name} (gpuops.bringup)", f"BindsTo={device}", f"After={device}", "",
+        "[Service]", "Type=oneshot", "RemainAfterExit=yes",
+        f"ExecStart={dcb} app replace dev {name} dscp-prio {dscp}:{priority}",
+        f"ExecStart={dcb} pfc set dev {name} prio-pfc all:off {priority}:on",
+    ]  # fmt: skip
+    if ecn:
+        lines.append(
+            f"ExecStart=/bin/sh -c 'echo 1 > /sys/class/net/{name}/ecn/roce_np/enable/{priority} && "
+            f"echo 1 > /sys/class/net/{name}/ecn/roce_rp/enable/{priority}'"
+        )
+    lines += ["", "[Install]", f"WantedBy={device}"]
+    return HEADER + _lines(lines)
+
+
+def _file(path, content, mode="0644"):
+    return {"path": path, "state": "file", "mode": mode, "content": content}
+
+
+def tool_of(path, settings):
+    """Which network tool a file of settings' owned patterns belongs to ("qos" for a QoS unit), or None."""
+    return next((tool for tool, pattern in settings["owned"].items() if fnmatch.fnmatchcase(path, pattern)), None)
+
+
+def configuration_paths(*, host, settings, peermem_module, state, owned):
+    """managed_paths entries of everything the stage leaves on a node: nvidia-peermem at boot, the fabric interfaces
+    for the chosen network tool, a RoCE QoS unit per RoCE interface enabled at its link-up (the link systemctl enable
+    makes), and the state file the nccl_tests role reads; files no longer wanted (owned: what rdma_fabric_facts
+    found at settings' owned patterns) are removed, a QoS unit with its enablement.
+
+    settings: tool ("" without interfaces), interfaces, ipoib_mtu, roce_mtu, peermem, roce_qos, roce_dscp,
+    roce_priority, roce_ecn, dcb, modules_load, networkd_dir, networkd_prefix, netplan_file, nm_dir, nm_prefix,
+    qos_prefix, state_file, owned (network tool or "qos" -> the glob its files match); state: what the state file
+    records.
+    """
+    entries = [
+        _file(
+            settings["modules_load"],
+            HEADER + "# GPUDirect RDMA: the NVIDIA driver's peer-memory client, loaded at boot by\n"
+            "# systemd-modules-load (after the driver and the RDMA stack it was built for).\n"
+            f"{peermem_module}\n",
+        )
+        if settings["peermem"]
+        else {"path": settings["modules_load"], "state": "absent"}
+    ]
+    tool, interfaces = settings["tool"], settings["interfaces"]
+    if tool == "systemd-networkd":
+        entries += [
+            _file(
+                f"{settings['networkd_dir']}/{settings['networkd_prefix']}{i['name']}.network",
+                networkd_file(i, settings),
+            )
+            for i in interfaces
+        ]
+    elif tool == "netplan":
+        # netplan warns about (and newer releases refuse) files others can read.
+        entries.append(_file(settings["netplan_file"], netplan_file(interfaces, settings), "0600"))
+    elif tool == "networkmanager":
+        # NetworkManager ignores keyfiles others can read.
+        entries += [
+            _file(f"{settings['nm_dir']}/{settings['nm_prefix']}{i['name']}.nmconnection", nm_file(i, host, settings),
+                  "0600")
+            for i in interfaces
+        ]  # fmt: skip
+    roce = [i for i in interfaces if i.get("kind") == "roce"] if settings["roce_qos"] else []
+    for interface in roce:
+        unit = f"{SYSTEMD_DIR}/{qos_unit_name(interface, settings)}"
+        entries += [
+            _file(unit, qos_unit_file(interface, settings)),
+            {"path": f"{SYSTEMD_DIR}/{_device_unit(interface['name'])}.wants/{posixpath.basename(unit)}",
+             "state": "link", "src": unit},
+        ]  # fmt: skip
+    wanted = {entry["path"] for entry in entries if entry["state"] != "absent"}
+    for path in sorted(set(owned) - wanted):
+        entries.append({"path": path, "state": "absent"})
+        if tool_of(path, settings) == "qos":
+            name = posixpath.basename(path)[len(settings["qos_prefix"]) : -len(".service")]
+            entries.append({"path": f"{SYSTEMD_DIR}/{_device_unit(name)}.wants/{posixpath.basename(path)}",
+                            "state": "absent"})  # fmt: skip
+    entries += [
+        {"path": posixpath.dirname(settings["state_file"]), "state": "directory", "mode": "0755"},
+        _file(settings["state_file"], json.dumps(state, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"),
+    ]
+    return entries
+
+
+def configuration_steps(*, settings, changed_paths, own_kernel, netdevs):
+    """What the node needs after managed_paths laid out configuration_paths (changed_paths: its result).
+
+    {networkd: "reloaded" (its files changed), "started" (it owns the interfaces) or None, netplan_generate,
+    netplan_apply, nm_reload (bool each), nm_up (the connections written, to bring up), qos_reload (a unit file or its
+    enablement changed: systemd reads the units again), qos_apply ([{unit, state: restarted|started}] of the RoCE
+    interfaces the node has)}. What takes effect now needs a node that owns its kernel and network devices; the
+    configuration tools' own reads (netplan generate, nmcli connection reload) do not.
+    """
+    touched = {tool_of(path, settings) for path in changed_paths}
+    tool = settings["tool"]
+    networkd = None
+    if own_kernel and (tool == "systemd-networkd" or "systemd-networkd" in touched):
+        networkd = "reloaded" if "systemd-networkd" in touched else "started"
+    nm_written = [
+        i["name"]
+        for i in settings["interfaces"]
+        if f"{settings['nm_dir']}/{settings['nm_prefix']}{i['name']}.nmconnection" in changed_paths
+        and tool == "networkmanager"
+    ]
+    roce = [i for i in settings["interfaces"] if i.get("kind") == "roce"] if settings["roce_qos"] else []
+    enablement = f"{SYSTEMD_DIR}/{_device_unit('*')}.wants/{settings['qos_prefix']}*.service"
+    qos_changed = "qos" in touched or any(fnmatch.fnmatchcase(path, enablement) for path in changed_paths)
+    return {
+        "networkd": networkd,
+        "netplan_generate": "netplan" in touched,
+        "netplan_apply": own_kernel and "netplan" in touched,
+        "nm_reload": "networkmanager" in touched,
+        "nm_up": nm_written if own_kernel else [],
+        "qos_reload": qos_changed,
+        "qos_apply": [
+            {
+                "unit": qos_unit_name(i, settings),
+                "state": "restarted" if f"{SYSTEMD_DIR}/{qos_unit_name(i, settings)}" in changed_paths else "started",
+            }
+            for i in roce
+            if own_kernel and i["name"] in netdevs
+        ],
+    }

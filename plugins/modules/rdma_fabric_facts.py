@@ -28,6 +28,14 @@ options:
     type: list
     elements: str
     default: []
+  owned_files:
+    description:
+      - Absolute paths whose last component may hold shell wildcards (C(/etc/systemd/network/60-gpuops-*.network));
+        the files and links there are listed in C(owned_files), so that the caller can remove those it no longer
+        wants.
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -61,6 +69,10 @@ ansible_facts:
       description: Everything read.
       type: dict
       contains:
+        owned_files:
+          description: The paths matching C(owned_files), sorted.
+          type: list
+          elements: str
         driver_dkms_version:
           description: >-
             The version DKMS holds the driver's module under (C(/var/lib/dkms/<driver_module>/<version>)), which a
@@ -106,7 +118,9 @@ ansible_facts:
           type: dict
 """
 
+import fnmatch
 import os
+import posixpath
 import re
 
 from ansible.module_utils.basic import AnsibleModule
@@ -188,6 +202,15 @@ def read_gids(reader):
     return gids
 
 
+def owned_files(reader, patterns):
+    """The paths matching patterns, each a directory and a name with shell wildcards."""
+    found = set()
+    for pattern in patterns:
+        directory, name = posixpath.split(pattern)
+        found.update(f"{directory}/{entry}" for entry in reader.listdir(directory) if fnmatch.fnmatchcase(entry, name))
+    return sorted(found)
+
+
 def gather(reader, params, running_kernel, srcversion):
     """Everything the role reads; srcversion(path) is a module file's source hash (modinfo), or None."""
     kernels = params["kernels"]
@@ -212,6 +235,7 @@ def gather(reader, params, running_kernel, srcversion):
         "kernels": state,
         "peermem": plan,
         "netdevs": reader.listdir("/sys/class/net"),
+        "owned_files": owned_files(reader, params.get("owned_files") or []),
         "gids": gids,
         "roce_gid_indexes": {
             f"{device}/{port}": index
@@ -227,6 +251,7 @@ def main():
         argument_spec={
             "stack": {"type": "str", "choices": ["inbox", "doca"], "default": "inbox"},
             "kernels": {"type": "list", "elements": "str", "default": []},
+            "owned_files": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )

@@ -29,7 +29,10 @@ TABLES = {"doca_releases": {"3.1.0": ["ubuntu24.04"]}, "doca_dir": "", "network_
 
 
 def test_the_filters_are_registered():
-    assert sorted(FILTERS) == ["rdma_fabric_ports", "rdma_fabric_preflight"]
+    assert sorted(FILTERS) == [
+        "rdma_fabric_paths", "rdma_fabric_ports", "rdma_fabric_preflight", "rdma_fabric_steps",
+        "rdma_fabric_verify_problems",
+    ]  # fmt: skip
 
 
 def test_preflight_of_a_node_without_a_fabric():
@@ -44,3 +47,21 @@ def test_preflight_names_an_argument_that_is_no_mapping(position):
     node, *rest = arguments
     with pytest.raises(AnsibleFilterError, match=r"gpuops\.bringup\.rdma_fabric_preflight needs .* \(a mapping\)"):
         FILTERS["rdma_fabric_preflight"](node, "n1", *rest)
+
+
+@pytest.mark.parametrize("position", range(3))
+def test_verify_names_an_argument_that_is_no_mapping(position):
+    arguments = [{"capabilities": {}}, {}, {}]
+    arguments[position] = None
+    node, settings, reads = arguments
+    with pytest.raises(
+        AnsibleFilterError, match=r"gpuops\.bringup\.rdma_fabric_verify_problems needs .* \(a mapping\)"
+    ):
+        FILTERS["rdma_fabric_verify_problems"](node, "n1", settings, reads)
+
+
+def test_paths_and_steps_name_a_missing_setting():
+    with pytest.raises(AnsibleFilterError, match=r"gpuops\.bringup\.rdma_fabric_paths needs the role's settings with"):
+        FILTERS["rdma_fabric_paths"]({"tool": ""}, "n1", "nvidia-peermem", {}, [])
+    with pytest.raises(AnsibleFilterError, match=r"gpuops\.bringup\.rdma_fabric_steps needs the role's settings with"):
+        FILTERS["rdma_fabric_steps"]({}, {}, True, [])

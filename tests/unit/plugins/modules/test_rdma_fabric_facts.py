@@ -133,3 +133,23 @@ def test_no_installed_srcversion_without_ofeds_ib_core_for_the_running_kernel(dr
                    {"/lib/modules/6.12.0-other/updates/dkms/ib_core.ko.xz": "C3B2A1"})  # fmt: skip
     assert facts["kernels"]["6.12.0-other"]["ofed_ib_core"] is not None
     assert facts["ib_core"]["installed_srcversion"] is None
+
+
+def test_owned_files_lists_what_matches_and_nothing_else(tmp_path):
+    for path in ["/etc/systemd/network/60-gpuops-ib0.network", "/etc/systemd/network/60-gpuops-ib1.network",
+                 "/etc/systemd/network/10-eth0.network", "/etc/systemd/system/gpuops-roce-qos-ens1.service",
+                 "/etc/netplan/60-gpuops-rdma-fabric.yaml", "/etc/netplan/50-cloud-init.yaml"]:  # fmt: skip
+        touch(tmp_path, path)
+    # A link to nothing is the node's too: the role still removes it.
+    (tmp_path / "etc/systemd/system/gpuops-roce-qos-gone.service").symlink_to(tmp_path / "nowhere")
+    patterns = ["/etc/systemd/network/60-gpuops-*.network", "/etc/netplan/60-gpuops-rdma-fabric.yaml",
+                "/etc/NetworkManager/system-connections/gpuops-*.nmconnection",
+                "/etc/systemd/system/gpuops-roce-qos-*.service"]  # fmt: skip
+    assert gather(tmp_path, params(kernels=[], owned_files=patterns))["owned_files"] == [
+        "/etc/netplan/60-gpuops-rdma-fabric.yaml",
+        "/etc/systemd/network/60-gpuops-ib0.network",
+        "/etc/systemd/network/60-gpuops-ib1.network",
+        "/etc/systemd/system/gpuops-roce-qos-ens1.service",
+        "/etc/systemd/system/gpuops-roce-qos-gone.service",
+    ]
+    assert gather(tmp_path, params(kernels=[]))["owned_files"] == []
