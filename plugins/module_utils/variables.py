@@ -349,8 +349,20 @@ def _scalar(check, why_prefix=""):
 
 BOOL_FIX = "true or false (unquoted; from the command line -e name=true works too)"
 
+def mirror_url(value):
+    # An empty mirror is the documented way to use upstream sources.
+    if not isinstance(value, str):
+        return "not a URL (a string)"
+    return None if value == "" else repositories.mirror_url_problem(value)
+
+
 VARIABLES = {
     # _common
+    "gpuops_mirror_url": Rule(
+        _scalar(mirror_url),
+        'set it to the mirror\'s base URL, e.g. http://mirror.example.com:8080 (or file:///srv/mirror), or to "" for '
+        "upstream sources",
+    ),
     "gpuops_kubernetes_join": Rule(_scalar(boolean), BOOL_FIX),
     "gpuops_nccl_tests": Rule(_scalar(boolean), BOOL_FIX),
     "gpuops_max_fail_percentage": Rule(
@@ -606,7 +618,6 @@ WHERE_USED = {
 # Checked by their role's own function (a structure of their own), or a closed set of choices the argument
 # specification already holds: each name here says where.
 STRUCTURED = {
-    "gpuops_mirror_url": "repositories.mirror_url_problem (_common)",
     "gpuops_hardware_profiles": "inventory_schema.check_hardware, on the profile each host gets (inventory_check)",
     "gpuops_hardware_overrides": "inventory_schema.check_hardware, on the profile each host gets (inventory_check)",
     "os_baseline_package_repositories": "repositories.repository_problems",

@@ -9,6 +9,11 @@ NEWLINE = "\nTrusted: yes"
 BOOL = [("y", "not a boolean")]
 
 BAD = {
+    "gpuops_mirror_url": [
+        ("ftp://mirror.example.com", "it must be an http://, https:// or file:// URL with no spaces, query or fragment"),
+        ("http://mirror.example.com:8080/a b", "no spaces"),
+        (8080, "not a URL (a string)"),
+    ],
     "gpuops_kubernetes_join": BOOL,
     "gpuops_nccl_tests": BOOL,
     "gpuops_max_fail_percentage": [(101, "out of range: from 0 to 100")],
