@@ -349,6 +349,7 @@ def _scalar(check, why_prefix=""):
 
 BOOL_FIX = "true or false (unquoted; from the command line -e name=true works too)"
 
+
 def mirror_url(value):
     # An empty mirror is the documented way to use upstream sources.
     if not isinstance(value, str):
