@@ -726,6 +726,15 @@ def qos_unit_file(interface, settings):
     return HEADER + _lines(lines)
 
 
+def _nm_path(interface, settings):
+    return f"{settings['nm_dir']}/{settings['nm_prefix']}{interface['name']}.nmconnection"
+
+
+def _qos_interfaces(settings):
+    """The interfaces that get a RoCE QoS unit: the RoCE ones, with rdma_fabric_roce_qos."""
+    return [i for i in settings["interfaces"] if i.get("kind") == "roce"] if settings["roce_qos"] else []
+
+
 def _file(path, content, mode="0644"):
     return {"path": path, "state": "file", "mode": mode, "content": content}
 
@@ -770,13 +779,8 @@ def configuration_paths(*, host, settings, peermem_module, state, owned):
         entries.append(_file(settings["netplan_file"], netplan_file(interfaces, settings), "0600"))
     elif tool == "networkmanager":
         # NetworkManager ignores keyfiles others can read.
-        entries += [
-            _file(f"{settings['nm_dir']}/{settings['nm_prefix']}{i['name']}.nmconnection", nm_file(i, host, settings),
-                  "0600")
-            for i in interfaces
-        ]  # fmt: skip
-    roce = [i for i in interfaces if i.get("kind") == "roce"] if settings["roce_qos"] else []
-    for interface in roce:
+        entries += [_file(_nm_path(i, settings), nm_file(i, host, settings), "0600") for i in interfaces]
+    for interface in _qos_interfaces(settings):
         unit = f"{SYSTEMD_DIR}/{qos_unit_name(interface, settings)}"
         entries += [
             _file(unit, qos_unit_file(interface, settings)),
@@ -811,13 +815,7 @@ def configuration_steps(*, settings, changed_paths, own_kernel, netdevs):
     networkd = None
     if own_kernel and (tool == "systemd-networkd" or "systemd-networkd" in touched):
         networkd = "reloaded" if "systemd-networkd" in touched else "started"
-    nm_written = [
-        i["name"]
-        for i in settings["interfaces"]
-        if f"{settings['nm_dir']}/{settings['nm_prefix']}{i['name']}.nmconnection" in changed_paths
-        and tool == "networkmanager"
-    ]
-    roce = [i for i in settings["interfaces"] if i.get("kind") == "roce"] if settings["roce_qos"] else []
+    nm_written = [i["name"] for i in settings["interfaces"] if _nm_path(i, settings) in changed_paths]
     enablement = f"{SYSTEMD_DIR}/{_device_unit('*')}.wants/{settings['qos_prefix']}*.service"
     qos_changed = "qos" in touched or any(fnmatch.fnmatchcase(path, enablement) for path in changed_paths)
     return {
@@ -825,14 +823,14 @@ def configuration_steps(*, settings, changed_paths, own_kernel, netdevs):
         "netplan_generate": "netplan" in touched,
         "netplan_apply": own_kernel and "netplan" in touched,
         "nm_reload": "networkmanager" in touched,
-        "nm_up": nm_written if own_kernel else [],
+        "nm_up": nm_written if own_kernel and tool == "networkmanager" else [],
         "qos_reload": qos_changed,
         "qos_apply": [
             {
                 "unit": qos_unit_name(i, settings),
                 "state": "restarted" if f"{SYSTEMD_DIR}/{qos_unit_name(i, settings)}" in changed_paths else "started",
             }
-            for i in roce
+            for i in _qos_interfaces(settings)
             if own_kernel and i["name"] in netdevs
         ],
     }

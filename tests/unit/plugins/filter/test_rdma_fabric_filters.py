@@ -65,3 +65,11 @@ def test_paths_and_steps_name_a_missing_setting():
         FILTERS["rdma_fabric_paths"]({"tool": ""}, "n1", "nvidia-peermem", {}, [])
     with pytest.raises(AnsibleFilterError, match=r"gpuops\.bringup\.rdma_fabric_steps needs the role's settings with"):
         FILTERS["rdma_fabric_steps"]({}, {}, True, [])
+
+
+def test_paths_name_a_state_that_is_no_mapping():
+    settings = dict.fromkeys(rdma_fabric.SETTINGS, "")
+    with pytest.raises(
+        AnsibleFilterError, match=r"rdma_fabric_paths needs the state decided in preflight \(a mapping\)"
+    ):
+        FILTERS["rdma_fabric_paths"](settings, "n1", "nvidia-peermem", None, [])
