@@ -886,7 +886,7 @@ def start_node(group: str, spec: dict) -> dict:
             *sim_mounts,
             image,
         ]
-        podman(*cmd)
+        run_publishing(name, cmd)
     port = published_port(name, 22)
     wait_for_ssh(name, port)
     return {
@@ -899,6 +899,25 @@ def start_node(group: str, spec: dict) -> dict:
         "image": image,
         "hardware": spec.get("hardware", ""),
     }
+
+
+def run_publishing(name: str, cmd: list[str], tries: int = 4) -> None:
+    """`podman run` a container that publishes a port podman picks.
+
+    Podman picks a free host port when it creates the container and binds it
+    only when the container starts (podman issue 19048): nodes started at once
+    by two test workers now and then get the same port, and the later one fails
+    with "address already in use". That container is removed and started again,
+    when podman picks anew.
+    """
+    for attempt in range(tries):
+        proc = podman(*cmd, check=False)
+        if proc.returncode == 0:
+            return
+        if "address already in use" not in proc.stderr or attempt == tries - 1:
+            raise BenchError(f"podman could not start {name} (rc={proc.returncode}):\n{proc.stderr.strip()[-2000:]}")
+        log(f"{name}: its published port was taken meanwhile; starting it again")
+        remove_containers([name])
 
 
 def wait_for_ssh(name: str, port: int, timeout: float = 60) -> None:

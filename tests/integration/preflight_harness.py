@@ -259,8 +259,11 @@ def bench_nodes(tmp_path_factory, group: str, specs: list[dict], groups: list[st
     started = subprocess.run(
         [sys.executable, str(BENCH), "nodes", "up", "--prefix", group, json.dumps(specs), "--inventory",
          str(inventory), *(["--groups", ",".join(groups)] if groups else [])],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=False,
     )  # fmt: skip
+    if started.returncode != 0:
+        subprocess.run([sys.executable, str(BENCH), "nodes", "down", group], check=False)
+        pytest.fail(f"bench nodes for {group} did not start:\n{started.stderr[-3000:]}", pytrace=False)
     try:
         yield Nodes(inventory, {node["instance"]: node["container"] for node in json.loads(started.stdout)})
     finally:

@@ -11,36 +11,24 @@ run changes nothing.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from preflight_harness import ROOT, bench_nodes
 
-ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "tests" / "bench" / "bench.py"
 GROUP = "fault"
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
 def rack(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("fault")
-    inventory = tmp / "hosts.json"
-    # The hardware profiles live beside the shipped inventories.
-    (tmp / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
     specs = [{"name": f"fault0{n}", "image": "debian12"} for n in (1, 2, 3)]
-    subprocess.run(
-        [sys.executable, str(BENCH), "nodes", "up", "--prefix", GROUP, json.dumps(specs), "--inventory",
-         str(inventory), "--groups", "rack_fault,bench_container"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    try:
-        yield inventory
-    finally:
-        subprocess.run([sys.executable, str(BENCH), "nodes", "down", GROUP], check=True)
+    with bench_nodes(tmp_path_factory, GROUP, specs, ["rack_fault", "bench_container"]) as nodes:
+        # The hardware profiles live beside the shipped inventories.
+        (nodes.inventory.parent / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
+        yield nodes.inventory
 
 
 def play(inventory: Path, *extra: str) -> tuple[int, str, dict[str, tuple[int, int]]]:

@@ -1,4 +1,5 @@
-"""The bench's container removal (tests/bench/bench.py remove_containers): a transient podman failure is retried."""
+"""The bench's transient podman failures are retried (tests/bench/bench.py): a container removal that fails while the
+container settles, and a node whose published port another node took while both started."""
 
 from __future__ import annotations
 
@@ -76,3 +77,43 @@ def test_nothing_to_remove_calls_no_podman(bench, monkeypatch):
     monkeypatch.setattr(bench, "podman", fake)
     bench.remove_containers([])
     assert fake.calls == []
+
+
+class FakeRun:
+    """`podman run` that fails with the given errors in turn, then starts; `rm` always succeeds."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        self.calls = []
+
+    def __call__(self, *args, check=True):
+        self.calls.append(args[0])
+        if args[0] == "run" and self.errors:
+            return subprocess.CompletedProcess(args, 126, "", self.errors.pop(0))
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+
+TAKEN = "Error: cannot listen on the TCP port: listen tcp4 127.0.0.1:40321: bind: address already in use"
+
+
+def test_a_port_taken_meanwhile_starts_the_node_again(bench, monkeypatch):
+    fake = FakeRun([TAKEN, TAKEN])
+    monkeypatch.setattr(bench, "podman", fake)
+    bench.run_publishing("n1", ["run", "--name", "n1"])
+    assert fake.calls == ["run", "rm", "run", "rm", "run"]
+
+
+def test_a_port_taken_every_time_fails_with_podmans_words(bench, monkeypatch):
+    fake = FakeRun([TAKEN] * 4)
+    monkeypatch.setattr(bench, "podman", fake)
+    with pytest.raises(bench.BenchError, match=r"could not start n1 \(rc=126\):\n.*address already in use"):
+        bench.run_publishing("n1", ["run", "--name", "n1"])
+    assert fake.calls.count("run") == 4
+
+
+def test_another_failure_is_not_retried(bench, monkeypatch):
+    fake = FakeRun(["Error: short-name resolution enforced"])
+    monkeypatch.setattr(bench, "podman", fake)
+    with pytest.raises(bench.BenchError, match="short-name resolution enforced"):
+        bench.run_publishing("n1", ["run", "--name", "n1"])
+    assert fake.calls == ["run"]
