@@ -1,8 +1,7 @@
 """_common is private: run as a play's role or included on its own, it refuses, and says what to run instead.
 
-Controller-side only (the assert connects to no host). That it passes as a stage role's dependency is what every
-stage's run shows (_common's "Check the role's variables against what they are written into" task, on the
-collection-wide settings).
+Controller-side only (the fail connects to no host). The stage roles never run its main tasks: they import its task
+files (tasks_from), which every stage's run shows.
 """
 
 from __future__ import annotations
