@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import apt, gpu_catalog, rpm
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, dkms, gpu_catalog, rpm
 
 FLAVORS = ("open", "proprietary")
 # NVIDIA's default kernel module flavour is open from the R560 driver on (gpu_catalog cites the source).
@@ -417,6 +417,31 @@ def kernel_targets(os_state, info, kernels, manager="apt"):
     for entry in skipped:
         entry["note"] = f"a DKMS build for kernel {entry['kernel']} ({entry['reason']})"
     return {"targets": targets, "headers": headers, "skipped": skipped, "problem": problem}
+
+
+def packages_pending(plan, kernels, info, dkms_records, manager="apt", reinstall=False):
+    """Whether the install's package steps have anything to do on the node as read.
+
+    plan: choose_packages()' plan (fabric manager's and DCGM's steps joined); kernels: kernel_targets()' result; info:
+    package_info's packages; dkms_records: nvidia_driver_facts' dkms (dkms status). True where a package of a step
+    (the kernel headers, the kernel module, the userland, fabric manager, DCGM) is not installed at its planned
+    version, or DKMS has not installed the plan's module for a target kernel. reinstall (an upgrade, or a failed
+    run's leftovers to purge, whose purge takes other packages along): nothing read counts. On dnf always: dnf
+    resolves each step against the node itself, and its installs report no change where nothing is to do.
+    """
+    if manager != "apt" or reinstall:
+        return True
+    specs = list(kernels["headers"]) + [spec for step in plan["steps"].values() for spec in step]
+    if apt.pending(specs, info):
+        return True
+    built = {
+        record["kernel"]
+        for record in dkms_records
+        if record["module"] == plan["dkms_module"]
+        and record["version"] == plan["version"]
+        and record["state"] in dkms.INSTALLED_STATES
+    }
+    return any(kernel not in built for kernel in kernels["targets"])
 
 
 def package_problems(wanted, info):

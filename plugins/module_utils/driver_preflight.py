@@ -315,8 +315,9 @@ def packages_preflight(*, host, node, pci, driver, packages, index, resolved, va
 
     Returns problems and: plan (driver_plan.choose_packages' plan with fabric manager's and DCGM's packages joined),
     fabricmanager and dcgm (choose_fabricmanager's and choose_dcgm's results, None where not needed), kernels
-    (kernel_targets' result), obstacles (install_problems' result), reboot (reboot_plan's result), upgrade ({from, to}
-    or None) and drain_mode (kubernetes, hook or none).
+    (kernel_targets' result), obstacles (install_problems' result), packages_pending (packages_pending()' answer:
+    whether the install's package steps have anything to do), reboot (reboot_plan's result), upgrade ({from, to} or
+    None) and drain_mode (kubernetes, hook or none).
     """
     problems = []
     manager = resolved["manager"]
@@ -431,9 +432,13 @@ def packages_preflight(*, host, node, pci, driver, packages, index, resolved, va
         )
         if found:
             problems.append(f"{host}: {' '.join(found)}")
+    pending = bool(plan) and driver_plan.packages_pending(
+        plan, kernels, packages, driver.get("dkms") or [], manager, bool(upgrade or obstacles["purge"])
+    )
     return {
         "problems": problems,
         "plan": plan,
+        "packages_pending": pending,
         "fabricmanager": fabricmanager,
         "dcgm": dcgm,
         "kernels": kernels,

@@ -575,3 +575,87 @@ def test_a_container_or_a_node_without_gpus_never_reboots_for_the_driver():
 )
 def test_unload_outcome(rc, stderr, outcome):
     assert driver_plan.unload_outcome(rc, stderr) == outcome
+
+
+# packages_pending: whether install.yml's package steps have anything to do (a no-op run skips them as one include).
+PENDING_PLAN = {
+    "version": "535.274.02",
+    "dkms_module": "nvidia-current",
+    "steps": {
+        "kernel_modules": [f"nvidia-tesla-535-kernel-dkms={TESLA_13}"],
+        "userland": [f"nvidia-tesla-535-smi={TESLA_13}", "nvidia-persistenced=550.163.01-1"],
+        "dcgm": ["datacenter-gpu-manager-4-core=1:4.4.1-1"],
+    },
+}
+PENDING_KERNELS = {"targets": ["6.12.117+deb13-amd64", "6.12.119+deb13-amd64"],
+                   "headers": ["linux-headers-6.12.119+deb13-amd64"]}  # fmt: skip
+
+
+def pending_info(**installed):
+    """package_info's packages with every spec of PENDING_PLAN and the headers installed, then the changes given."""
+    specs = PENDING_KERNELS["headers"] + [spec for step in PENDING_PLAN["steps"].values() for spec in step]
+    info = {}
+    for spec in specs:
+        name, _sep, version = spec.partition("=")
+        info[name] = {"installed": version or "6.12.119-1", "broken": False, "held": True}
+    for name, version in installed.items():
+        info[name.replace("_", "-")] = {**info[name.replace("_", "-")], "installed": version}
+    return info
+
+
+def dkms_installed(*kernels, state="installed", version="535.274.02", module="nvidia-current"):
+    return [{"module": module, "version": version, "kernel": k, "arch": "x86_64", "state": state, "note": ""}
+            for k in kernels]  # fmt: skip
+
+
+BOTH = PENDING_KERNELS["targets"]
+
+
+def test_a_converged_node_has_nothing_pending():
+    assert driver_plan.packages_pending(PENDING_PLAN, PENDING_KERNELS, pending_info(), dkms_installed(*BOTH)) is False
+
+
+def test_a_weak_dkms_install_counts_as_installed():
+    records = dkms_installed(BOTH[0]) + dkms_installed(BOTH[1], state="installed-weak")
+    assert driver_plan.packages_pending(PENDING_PLAN, PENDING_KERNELS, pending_info(), records) is False
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"nvidia_persistenced": "550.163.01-2"},  # another version of a userland package
+        {"datacenter_gpu_manager_4_core": None},  # DCGM's step, joined to the plan
+        {"nvidia_tesla_535_kernel_dkms": None},  # the kernel module package
+        {"linux_headers_6.12.119+deb13_amd64": None},  # a target kernel's headers
+    ],
+    ids=["userland_version", "dcgm_missing", "kmod_missing", "headers_missing"],
+)
+def test_a_package_not_at_its_planned_version_is_pending(change):
+    info = pending_info(**change)
+    assert driver_plan.packages_pending(PENDING_PLAN, PENDING_KERNELS, info, dkms_installed(*BOTH)) is True
+
+
+def test_a_broken_package_is_pending():
+    info = pending_info()
+    info["nvidia-tesla-535-smi"]["broken"] = True
+    assert driver_plan.packages_pending(PENDING_PLAN, PENDING_KERNELS, info, dkms_installed(*BOTH)) is True
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        dkms_installed(BOTH[0]),  # the second target kernel not built for
+        dkms_installed(BOTH[0]) + dkms_installed(BOTH[1], state="built"),  # built, not installed
+        dkms_installed(BOTH[0]) + dkms_installed(BOTH[1], version="535.261.03"),  # another version
+        dkms_installed(BOTH[0]) + dkms_installed(BOTH[1], module="nvidia-tesla-535"),  # another module
+    ],
+    ids=["not_built", "built_only", "other_version", "other_module"],
+)
+def test_a_target_kernel_without_the_plans_module_installed_is_pending(records):
+    assert driver_plan.packages_pending(PENDING_PLAN, PENDING_KERNELS, pending_info(), records) is True
+
+
+def test_a_reinstall_or_dnf_always_runs_the_steps():
+    records = dkms_installed(*BOTH)
+    assert driver_plan.packages_pending(PENDING_PLAN, PENDING_KERNELS, pending_info(), records, reinstall=True)
+    assert driver_plan.packages_pending(PENDING_PLAN, PENDING_KERNELS, pending_info(), records, manager="dnf")

@@ -701,3 +701,33 @@ def test_every_problem_found_in_the_package_sources_and_on_the_node_at_once():
         "n1: kernel 6.12.119+deb13-amd64, the one this node boots next, has no ",
         "n1: dpkg has left libc-bin half-installed or half-configured, and apt ",
     ]
+
+
+def converged_packages():
+    """The captured node with the plan's driver installed (apt-cache policy after the install) and DCGM from NVIDIA's
+    repository at its pin."""
+    packages = captured(installed=True)
+    for name in DCGM:
+        packages[name] = {"installed": "1:4.4.1-1", "held": True, "broken": False, "candidate": None, "available": []}
+    return packages
+
+
+CONVERGED_DKMS = [{"module": "nvidia-tesla-535", "version": "535.274.02", "kernel": KERNEL, "arch": "x86_64",
+                   "state": "installed", "note": ""}]  # fmt: skip
+
+
+def test_a_converged_node_has_no_package_step_to_run_and_a_fresh_one_has():
+    converged = judge_packages(packages=converged_packages(), driver={**DRIVER, "dkms": CONVERGED_DKMS})
+    assert (converged["problems"], converged["upgrade"], converged["packages_pending"]) == ([], None, False)
+    assert judge_packages()["packages_pending"] is True
+    # The module not installed for the kernel DKMS builds for: the steps run (and build it).
+    unbuilt = [{**CONVERGED_DKMS[0], "state": "built"}]
+    assert judge_packages(packages=converged_packages(), driver={**DRIVER, "dkms": unbuilt})["packages_pending"] is True
+
+
+def test_an_upgrade_runs_every_package_step_even_with_the_plans_packages_installed():
+    # Another driver's module still loaded: the upgrade path purges and unloads, so nothing read counts.
+    loaded = {"version": "535.261.03", "flavor": "proprietary", "modules": ["nvidia"]}
+    result = judge_packages(packages=converged_packages(), driver={**DRIVER, "dkms": CONVERGED_DKMS, "loaded": loaded})
+    assert result["upgrade"] is not None
+    assert result["packages_pending"] is True
