@@ -52,10 +52,29 @@ def cuda_toolkit_driver_problem(plan, facts, host):
     )
 
 
-def cuda_toolkit_root_paths(plan, executables):
-    """gpuops.bringup.managed_paths entries: the CUDA roots' directories, nvcc wrappers and links."""
-    return cuda_toolkit.root_paths(
-        mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_root_paths"), [str(path) for path in executables]
+def cuda_toolkit_paths(plan, executables, settings):
+    """gpuops.bringup.managed_paths entries: the CUDA roots' directories, nvcc wrappers and links, and the login
+    shells' profile. settings: {link, alternative, profile}."""
+    settings = plain(mapping(settings, "the role's settings", "cuda_toolkit_paths"))
+    return cuda_toolkit.configuration_paths(
+        mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_paths"),
+        [str(path) for path in executables],
+        link=str(settings["link"]),
+        alternative=str(settings["alternative"]),
+        profile=str(settings["profile"]),
+    )
+
+
+def cuda_toolkit_alternatives_steps(alternatives, plan, settings):
+    """{commands, stale}: the update-alternatives commands the plan needs on the node as read, and the role's own
+    CUDA roots no longer planned. settings: {link, alternative, own_roots}."""
+    settings = plain(mapping(settings, "the role's settings", "cuda_toolkit_alternatives_steps"))
+    return cuda_toolkit.alternatives_steps(
+        plain(mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_alternatives_steps")),
+        plain(mapping(alternatives, "cuda_toolkit_facts' alternatives", "cuda_toolkit_alternatives_steps")),
+        alternative=str(settings["alternative"]),
+        link=str(settings["link"]),
+        own_roots=str(settings["own_roots"]),
     )
 
 
@@ -78,6 +97,7 @@ class FilterModule:
             "cuda_toolkit_plan": cuda_toolkit_plan,
             "cuda_toolkit_repository_plan": cuda_toolkit_repository_plan,
             "cuda_toolkit_driver_problem": cuda_toolkit_driver_problem,
-            "cuda_toolkit_root_paths": cuda_toolkit_root_paths,
+            "cuda_toolkit_paths": cuda_toolkit_paths,
+            "cuda_toolkit_alternatives_steps": cuda_toolkit_alternatives_steps,
             "cuda_toolkit_verify_problems": cuda_toolkit_verify_problems,
         }

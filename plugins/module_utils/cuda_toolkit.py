@@ -646,6 +646,51 @@ def root_paths(plan, executables):
     return entries
 
 
+def profile_text(link, alternative):
+    """The login shells' CUDA_HOME and PATH (/etc/profile.d/cuda.sh) for the CUDA root behind link."""
+    return (
+        "# Managed by gpuops.bringup (cuda_toolkit): edit the inventory, not this file.\n"
+        f"# The default CUDA toolkit is the one behind {link}\n"
+        f"# (update-alternatives --display {alternative}). The libraries need no LD_LIBRARY_PATH: the\n"
+        "# dynamic linker finds them where the packages put them.\n"
+        f"export CUDA_HOME={link}\n"
+        'case ":${PATH}:" in\n'
+        f"  *:{link}/bin:*) ;;\n"
+        f"  *) export PATH={link}/bin:${{PATH}} ;;\n"
+        "esac\n"
+    )
+
+
+def alternatives_steps(plan, alternatives, *, alternative, link, own_roots):
+    """What update-alternatives must do for the plan, from the alternatives as read (cuda_toolkit_facts'
+    alternatives: {status, value, choices: {root: priority}}): {commands, stale}.
+
+    commands, in order (argv lists): --install for each planned root not registered at its priority, --remove for
+    each root of the role's own (under own_roots) that no toolkit plans any more, --set to the plan's default unless
+    it already is the manual choice. stale: those roots, for their directories to go once unregistered (NVIDIA's
+    /usr/local/cuda-X.Y belong to their packages and are never stale). [] and [] on a node where all is right.
+    """
+    choices = alternatives.get("choices") or {}
+    planned = [toolkit["root"] for toolkit in plan["toolkits"]]
+    commands = [
+        ["update-alternatives", "--install", link, alternative, toolkit["root"], str(toolkit["priority"])]
+        for toolkit in plan["toolkits"]
+        if choices.get(toolkit["root"]) != toolkit["priority"]
+    ]
+    stale = [root for root in choices if root.startswith(own_roots) and root not in planned]
+    commands += [["update-alternatives", "--remove", alternative, root] for root in stale]
+    if alternatives.get("value") != plan["default"] or alternatives.get("status") != "manual":
+        commands.append(["update-alternatives", "--set", alternative, plan["default"]])
+    return {"commands": commands, "stale": stale}
+
+
+def configuration_paths(plan, executables, *, link, alternative, profile):
+    """Everything the role lays out as managed_paths entries: the CUDA roots (root_paths()) and the login shells'
+    profile (profile_text()) at the path profile."""
+    profile_entry = {"path": profile, "state": "file", "mode": "0644", "content": profile_text(link, alternative)}
+    return [*root_paths(plan, executables), profile_entry]
+
+
 def default_root(toolkits, default):
     """The CUDA root of the toolkit requested as default (its version as cuda_toolkit_versions names it), else of
     the newest."""

@@ -90,8 +90,9 @@ def test_the_first_run_installs_and_verifies(converged):
             "_common : Add NVIDIA's CUDA repository",
             "cuda_toolkit : Install the CUDA toolkit packages at their versions (dnf)",
             "cuda_toolkit : Hold the CUDA toolkit packages at their versions",
-            "cuda_toolkit : Point /usr/local/cuda at the default toolkit",
-            "cuda_toolkit : Set CUDA_HOME and PATH for login shells",
+            "cuda_toolkit : Lay out the CUDA roots (bin, nvvm, the nvcc wrapper, links into the packages' files) and "
+            "the login profile",
+            "cuda_toolkit : Run update-alternatives where the CUDA roots differ from the plan",
         )
     ], output[-4000:]
     assert changed == len(changed_tasks)

@@ -103,7 +103,11 @@ def test_a_new_default_changes_only_the_link(host):
     changed_tasks = [
         " ".join(block.split("]")[0].split()) for block in out.split("TASK [")[1:] if "\nchanged: " in block
     ]
-    assert changed_tasks == ["gpuops.bringup.cuda_toolkit : Point /usr/local/cuda at the default toolkit"], out
+    assert changed_tasks == [
+        "gpuops.bringup.cuda_toolkit : Run update-alternatives where the CUDA roots differ from the plan"
+    ], out
+    # Only the default moves: no root registered or unregistered.
+    assert re.findall(r"changed: \[repo\] => \(item=([^)]*)\)", out) == ["--set cuda /usr/local/cuda-11.8"], out
     assert host.check_output("readlink /etc/alternatives/cuda") == "/usr/local/cuda-11.8"
     assert "release 11.8, V11.8.89" in host.check_output("/usr/local/cuda/bin/nvcc --version")
     assert host.package("cuda-toolkit-12-2").version == "12.2.2-1"

@@ -22,24 +22,41 @@ PACKAGES = {"nvidia-cuda-toolkit": {"installed": None, "available": ["12.4.131~1
 
 def test_the_filters_are_registered():
     assert sorted(cuda.FilterModule().filters()) == [
+        "cuda_toolkit_alternatives_steps",
         "cuda_toolkit_driver_problem",
+        "cuda_toolkit_paths",
         "cuda_toolkit_plan",
         "cuda_toolkit_preflight",
         "cuda_toolkit_repository_plan",
-        "cuda_toolkit_root_paths",
         "cuda_toolkit_verify_problems",
     ]
 
 
-def test_root_paths_of_a_planned_toolkit():
+SETTINGS = {"link": "/usr/local/cuda", "alternative": "cuda", "profile": "/etc/profile.d/cuda.sh"}
+
+
+def test_paths_of_a_planned_toolkit():
     plan = cuda.cuda_toolkit_plan(PACKAGES, ["12.4"], "", LAYOUT, "n1")
-    entries = cuda.cuda_toolkit_root_paths(plan, ["/usr/bin/bin2c"])
-    assert [(e["path"], e["state"]) for e in entries][-2:] == [
+    entries = cuda.cuda_toolkit_paths(plan, ["/usr/bin/bin2c"], SETTINGS)
+    assert [(e["path"], e["state"]) for e in entries][-3:] == [
         ("/usr/local/lib/gpuops/cuda-12.4/bin/bin2c", "link"),
         ("/usr/local/lib/gpuops/cuda-12.4/include", "link"),
+        ("/etc/profile.d/cuda.sh", "file"),
     ]
-    with pytest.raises(AnsibleFilterError, match="cuda_toolkit_root_paths"):
-        cuda.cuda_toolkit_root_paths("not a plan", [])
+    with pytest.raises(AnsibleFilterError, match="cuda_toolkit_paths"):
+        cuda.cuda_toolkit_paths("not a plan", [], SETTINGS)
+    with pytest.raises(AnsibleFilterError, match="cuda_toolkit_paths"):
+        cuda.cuda_toolkit_paths(plan, [], "not settings")
+
+
+def test_alternatives_steps_of_a_planned_toolkit():
+    plan = cuda.cuda_toolkit_plan(PACKAGES, ["12.4"], "", LAYOUT, "n1")
+    settings = {"link": "/usr/local/cuda", "alternative": "cuda", "own_roots": "/usr/local/lib/gpuops/"}
+    read = {"status": "manual", "value": "/usr/local/lib/gpuops/cuda-12.4", "choices": {plan["default"]: 124}}
+    assert cuda.cuda_toolkit_alternatives_steps(read, plan, settings) == {"commands": [], "stale": []}
+    for bad in (("not read", plan, settings), (read, "not a plan", settings), (read, plan, "not settings")):
+        with pytest.raises(AnsibleFilterError, match="cuda_toolkit_alternatives_steps"):
+            cuda.cuda_toolkit_alternatives_steps(*bad)
 
 
 def test_input_problems_and_plan():

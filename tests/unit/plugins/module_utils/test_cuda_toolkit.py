@@ -665,3 +665,71 @@ def test_root_paths_lay_out_a_distribution_toolkit():
 def test_root_paths_leave_nvidias_own_roots_alone():
     plan = {"toolkits": [{"root": "/usr/local/cuda-12.6", "nvcc_binary": None, "links": []}]}
     assert cuda_toolkit.root_paths(plan, ["/usr/local/cuda-12.6/bin/nvcc"]) == []
+
+
+# /etc/profile.d/cuda.sh as the role's template (cuda.sh.j2) wrote it before configuration_paths: the same text,
+# compared with Ansible's template module's output on these values, so a converged node keeps its file.
+PROFILE = """# Managed by gpuops.bringup (cuda_toolkit): edit the inventory, not this file.
+# The default CUDA toolkit is the one behind /usr/local/cuda
+# (update-alternatives --display cuda). The libraries need no LD_LIBRARY_PATH: the
+# dynamic linker finds them where the packages put them.
+export CUDA_HOME=/usr/local/cuda
+case ":${PATH}:" in
+  *:/usr/local/cuda/bin:*) ;;
+  *) export PATH=/usr/local/cuda/bin:${PATH} ;;
+esac
+"""
+SETTINGS = {"link": "/usr/local/cuda", "alternative": "cuda"}
+
+
+def test_configuration_paths_are_the_roots_then_the_login_profile():
+    executables = ["/usr/bin/bin2c", "/usr/lib/nvidia-cuda-toolkit/bin/nvcc"]
+    entries = cuda_toolkit.configuration_paths(PLAN, executables, profile="/etc/profile.d/cuda.sh", **SETTINGS)
+    assert entries[:-1] == cuda_toolkit.root_paths(PLAN, executables)
+    assert entries[-1] == {"path": "/etc/profile.d/cuda.sh", "state": "file", "mode": "0644", "content": PROFILE}
+
+
+OWN = "/usr/local/lib/gpuops/"
+ROOT_124 = "/usr/local/lib/gpuops/cuda-12.4"
+
+
+def steps(choices, value=ROOT_124, status="manual", plan=None):
+    alternatives = {"status": status, "value": value, "choices": choices}
+    return cuda_toolkit.alternatives_steps(plan or PLAN, alternatives, own_roots=OWN, **SETTINGS)
+
+
+def test_alternatives_as_planned_need_nothing():
+    assert PLAN["default"] == ROOT_124
+    assert steps({ROOT_124: 124}) == {"commands": [], "stale": []}
+
+
+def test_a_fresh_node_registers_and_chooses_the_default():
+    assert steps({}, value=None, status=None) == {
+        "commands": [
+            ["update-alternatives", "--install", "/usr/local/cuda", "cuda", ROOT_124, "124"],
+            ["update-alternatives", "--set", "cuda", ROOT_124],
+        ],
+        "stale": [],
+    }
+
+
+def test_a_root_at_another_priority_is_registered_again():
+    assert steps({ROOT_124: 120})["commands"] == [
+        ["update-alternatives", "--install", "/usr/local/cuda", "cuda", ROOT_124, "124"]
+    ]
+
+
+@pytest.mark.parametrize(("value", "status"), [(ROOT_124, "auto"), ("/usr/local/cuda-12.6", "manual")])
+def test_the_default_is_set_unless_it_is_the_manual_choice(value, status):
+    assert steps({ROOT_124: 124}, value=value, status=status)["commands"] == [
+        ["update-alternatives", "--set", "cuda", ROOT_124]
+    ]
+
+
+def test_only_the_roles_own_roots_no_longer_planned_are_stale():
+    choices = {ROOT_124: 124, "/usr/local/lib/gpuops/cuda-12.2": 122, "/usr/local/cuda-12.6": 126}
+    found = steps(choices)
+    assert found == {
+        "commands": [["update-alternatives", "--remove", "cuda", "/usr/local/lib/gpuops/cuda-12.2"]],
+        "stale": ["/usr/local/lib/gpuops/cuda-12.2"],
+    }
