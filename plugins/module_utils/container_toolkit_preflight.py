@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.gpuops.bringup.plugins.module_utils import parsing
 from ansible_collections.gpuops.bringup.plugins.module_utils.repositories import repository_problems
 
 # NVIDIA's toolkit package version: upstream version, an optional release candidate, the Debian revision.
@@ -30,13 +31,6 @@ def _releases_text(supported):
         name, form = _RELEASE_NAMES.get(os_id, (os_id, "{}"))
         parts.append(f"{name} {' and '.join(form.format(major) for major in majors)}")
     return " and ".join(parts)
-
-
-def _truncated(text):
-    """text cut at a word to _QUOTED characters with "...", as Jinja's truncate does (5 characters of leeway)."""
-    if len(text) <= _QUOTED + 5:
-        return text
-    return text[: _QUOTED - 3].rsplit(" ", 1)[0] + "..."
 
 
 def _shown(value):
@@ -164,9 +158,11 @@ def preflight(*, host, node, variables, supported, architectures, units, tomli, 
     own_kernel = (node.get("capabilities") or {}).get("own_kernel")
     if variables.get("nvidia_container_toolkit_cdi") and not gpus_answer and own_kernel:
         said = "; ".join(str(finding.get("message")) for finding in gpu.get("findings") or [])
+        # Cut as the Jinja message this replaced cut it (truncate, 5 characters of leeway).
+        said = parsing.truncated(said, _QUOTED, leeway=5)
         problems.append(
             f"nvidia_container_toolkit_cdi is true but no NVIDIA driver answers on {host} (nvidia-smi: "
-            f"{_truncated(said)}), so there is no GPU to write a CDI spec for. Fix: run the driver stage "
+            f"{said}), so there is no GPU to write a CDI spec for. Fix: run the driver stage "
             "(playbooks/nvidia_driver.yml) first and load the driver, or nvidia_container_toolkit_cdi: false on a node "
             "without GPUs."
         )

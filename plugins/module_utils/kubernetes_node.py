@@ -232,13 +232,6 @@ def _sentence(text):
     return text if text.endswith(".") else f"{text}."
 
 
-def _truncated(text, limit):
-    """text cut at a word boundary to at most limit characters, with "..." where it was cut."""
-    if len(text) <= limit:
-        return text
-    return text[: limit - 3].rsplit(" ", 1)[0] + "..."
-
-
 def _skew(variables, control_plane):
     """The version skew problem against the version given (k8s_node_control_plane_version) or, when it is "", the
     API server's; None when the versions may join, or when there is nothing to compare: a malformed version is
@@ -263,7 +256,7 @@ def _api_problem(kubeconfig, control_plane):
         if kubeconfig
         else "the client default kubeconfig (k8s_node_kubeconfig is empty)"
     )
-    error = _truncated(str(control_plane.get("error") or ""), API_ERROR_CHARS)
+    error = parsing.truncated(str(control_plane.get("error") or ""), API_ERROR_CHARS)
     # The client's sentence ends the clause: its own full stop is not doubled ("..." where it was cut stays).
     if error.endswith(".") and not error.endswith("..."):
         error = error[:-1]

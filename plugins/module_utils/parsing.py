@@ -100,6 +100,14 @@ def excerpt(text, limit=EXCERPT):
     return repr(shown + ("..." if len(text) > limit else ""))
 
 
+def truncated(text, limit, leeway=0):
+    """text cut at a word boundary to at most limit characters, with "..." where it was cut; text up to limit + leeway
+    characters is left whole (Jinja's truncate filter, as Ansible's messages used it: leeway 5)."""
+    if len(text) <= limit + leeway:
+        return text
+    return text[: limit - 3].rsplit(" ", 1)[0] + "..."
+
+
 def decompress(data, limit=MAX_DECOMPRESSED):
     """The bytes of gzip (or zlib) data, refusing more than limit bytes of output; ParseError for corrupt data."""
     decoder = zlib.decompressobj(wbits=47)  # 32 + 15: a gzip or zlib header, detected
