@@ -5,7 +5,7 @@ make of what they read."""
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import driver_plan, driver_preflight
+from ansible_collections.gpuops.bringup.plugins.module_utils import driver_plan, driver_preflight, driver_verify
 from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
 
 
@@ -66,6 +66,40 @@ def nvidia_driver_gpu_problems(gpu, fabric):
     return driver_plan.gpu_problems(mapping(gpu, "gpu_facts' gpu", "nvidia_driver_gpu_problems"), bool(fabric))
 
 
+def nvidia_driver_verify(reads, host, judged):
+    """{failures, not_applicable, passed}: the node read again after converge against what preflight judged."""
+    reads = plain(mapping(reads, "verify's reads", "nvidia_driver_verify"))
+    judged = plain(mapping(judged, "what preflight judged", "nvidia_driver_verify"))
+    persistenced = mapping(judged.get("persistenced"), "nvidia-persistenced's state", "nvidia_driver_verify")
+    return driver_verify.verify(
+        host=str(host),
+        plan=mapping(judged.get("plan"), "the plan", "nvidia_driver_verify"),
+        flavor=str(judged.get("flavor")),
+        kernels=mapping(judged.get("kernels"), "the kernels", "nvidia_driver_verify"),
+        live=bool(judged.get("live")),
+        fabricmanager=judged.get("fabricmanager"),
+        dcgm=judged.get("dcgm"),
+        persistenced={
+            "wanted": bool(persistenced.get("wanted")),
+            "unit": str(persistenced.get("unit")),
+            "failed": persistenced.get("rc") == 0,
+        },
+        # The results of verify's `systemctl is-failed` loop over the services: exit 0 says failed.
+        services=[
+            {"unit": str(result["item"]["unit"]), "failed": result.get("rc") == 0}
+            for result in judged.get("services") or []
+        ],
+        reads={
+            "driver": mapping(reads.get("driver"), "nvidia_driver_facts' nvidia_driver", "nvidia_driver_verify"),
+            "os": mapping(reads.get("os"), "os_facts' gpuops_os", "nvidia_driver_verify"),
+            "packages": mapping(reads.get("packages"), "package_info's packages", "nvidia_driver_verify"),
+            "gpu": mapping(reads.get("gpu"), "gpu_facts' gpu", "nvidia_driver_verify"),
+            "audit": str(reads.get("audit") or ""),
+            "pci_gpus": list(reads.get("pci_gpus") or []),
+        },
+    )
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -75,4 +109,5 @@ class FilterModule:
             "nvidia_driver_package_problems": nvidia_driver_package_problems,
             "nvidia_driver_unload_outcome": nvidia_driver_unload_outcome,
             "nvidia_driver_gpu_problems": nvidia_driver_gpu_problems,
+            "nvidia_driver_verify": nvidia_driver_verify,
         }

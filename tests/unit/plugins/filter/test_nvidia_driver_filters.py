@@ -70,6 +70,9 @@ READS = {"os": {}, "pci": {}, "driver": {}, "packages": {}, "repository": {}}
         ("nvidia_driver_packages_preflight", (None, "n1", READS, {}, {}), "nvidia_driver_preflight's result"),
         ("nvidia_driver_table_packages", ("535",), "the branch table"),
         ("nvidia_driver_package_problems", ({}, None), "package_info's packages"),
+        ("nvidia_driver_verify", ([], "n1", {}), "verify's reads"),
+        ("nvidia_driver_verify", ({}, "n1", None), "what preflight judged"),
+        ("nvidia_driver_verify", ({}, "n1", {"persistenced": {}}), "the plan"),
     ],
 )
 def test_a_wrong_input_names_what_was_expected(name, args, what):

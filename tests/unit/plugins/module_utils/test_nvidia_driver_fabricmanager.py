@@ -2,9 +2,9 @@
 gpu_facts on real nvidia-smi captures of HGX H100/H200 nodes (tests/fixtures/nvidia_smi, SOURCES.md), healthy and
 with the faults (a GPU gone, fabric not Completed, fabric completed with an error status).
 
-The verify phase fails with exactly these sentences (roles/nvidia_driver/tasks/verify.yml calls
-nvidia_driver_gpu_problems): testing the function on the parser's output of the fault captures covers each fault
-without a bench node per fault.
+The verify phase fails with exactly these sentences (module_utils driver_verify, which roles/nvidia_driver/tasks/
+verify.yml calls through the filter nvidia_driver_verify, joins them after "nvidia-smi: "): testing the function on
+the parser's output of the fault captures covers each fault without a bench node per fault.
 """
 
 from __future__ import annotations
