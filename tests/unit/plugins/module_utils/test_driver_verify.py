@@ -4,10 +4,10 @@ before (the Molecule scenarios assert the same lines on bench nodes)."""
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
+from nested import changed
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import driver_verify, nvidia_smi
 
@@ -58,13 +58,7 @@ FABRICMANAGER = {"package": "nvidia-fabricmanager-565", "version": "565.57.01-1"
 
 
 def verdict(live=True, fabricmanager=FABRICMANAGER, dcgm=None, persistenced_failed=False, services=None, **changes):
-    reads = copy.deepcopy(READS)
-    for path, value in changes.items():
-        where = reads
-        *parents, last = path.split("__")
-        for key in parents:
-            where = where[key]
-        where[last] = value
+    reads = changed(READS, **changes)
     return driver_verify.verify(
         host="h100",
         plan=PLAN,
