@@ -21,7 +21,7 @@ from variable_cases import BAD
 
 ROLES = ("os_baseline", "acceptance", "cuda_toolkit", "k8s_node", "nccl_tests", "nvidia_container_toolkit",
          "nvidia_driver", "rdma_fabric")  # fmt: skip
-# The gpuops_* settings are checked by _common, which every role depends on: they run under os_baseline's play.
+# Every role's preflight checks the gpuops_* settings with its own variables: they run under os_baseline's play.
 PREFIXES = {"gpuops": "os_baseline", **{role: role for role in ROLES}}
 TAGS = [f"{role}_preflight" for role in ROLES]
 H100 = {
