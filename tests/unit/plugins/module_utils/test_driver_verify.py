@@ -57,7 +57,7 @@ READS = {
 FABRICMANAGER = {"package": "nvidia-fabricmanager-565", "version": "565.57.01-1"}
 
 
-def verdict(live=True, fabricmanager=FABRICMANAGER, dcgm=None, persistenced_failed=False, services=None, **changes):
+def verdict(live=True, nvswitch=True, dcgm=None, persistenced_failed=False, services=None, **changes):
     reads = changed(READS, **changes)
     return driver_verify.verify(
         host="h100",
@@ -65,7 +65,7 @@ def verdict(live=True, fabricmanager=FABRICMANAGER, dcgm=None, persistenced_fail
         flavor="proprietary",
         kernels={"targets": [KERNEL], "skipped": []},
         live=live,
-        fabricmanager=fabricmanager,
+        fabricmanager=FABRICMANAGER if nvswitch else None,
         dcgm=dcgm,
         persistenced={"wanted": True, "unit": "nvidia-persistenced.service", "failed": persistenced_failed},
         services=[{"unit": "nvidia-fabricmanager.service", "failed": False}] if services is None else services,
@@ -106,7 +106,7 @@ def test_a_container_node_says_what_it_cannot_show():
 
 def test_a_node_without_gpus_or_a_reachable_driver():
     unreached = {"devices": [], "findings": [{"code": "driver_unreachable"}], "driver_version": None}
-    found = verdict(live=False, fabricmanager=None, services=[], gpu=unreached, pci_gpus=[])
+    found = verdict(live=False, nvswitch=False, services=[], gpu=unreached, pci_gpus=[])
     assert found["failures"] == []
     assert found["not_applicable"] == [
         "loading the module (no NVIDIA GPU on the PCI bus)",
