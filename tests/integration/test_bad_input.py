@@ -59,7 +59,11 @@ CASES = {
     ),
     "package_lock_timeout_not_a_number": (
         {**VALID, "gpuops_package_lock_timeout": "5m"},
-        ["gpuops_package_lock_timeout", "unable to convert to int"],
+        # The grammar check names the value and the fix (the role's own variables check, before any read).
+        [
+            'package_lock_timeout_not_a_number: gpuops_package_lock_timeout is "5m": not a whole number from 0 to 3600',
+            "Fix: the seconds to wait for another apt or dpkg to release its locks",
+        ],
     ),
     "swap_kept_while_joining_kubernetes": (
         {**VALID, "os_baseline_disable_swap": False},
