@@ -434,14 +434,10 @@ def packages_pending(plan, kernels, info, dkms_records, manager="apt", reinstall
     specs = list(kernels["headers"]) + [spec for step in plan["steps"].values() for spec in step]
     if apt.pending(specs, info):
         return True
-    built = {
-        record["kernel"]
-        for record in dkms_records
-        if record["module"] == plan["dkms_module"]
-        and record["version"] == plan["version"]
-        and record["state"] in dkms.INSTALLED_STATES
-    }
-    return any(kernel not in built for kernel in kernels["targets"])
+    return any(
+        dkms.build_state(dkms_records, plan["dkms_module"], plan["version"], kernel) not in dkms.INSTALLED_STATES
+        for kernel in kernels["targets"]
+    )
 
 
 def package_problems(wanted, info):

@@ -47,12 +47,11 @@ def verify(*, host, plan, flavor, kernels, live, fabricmanager, dcgm, persistenc
     driver, node, gpu = reads["driver"], reads["os"], reads["gpu"]
     units = node.get("units") or {}
     version, module = plan["version"], plan["dkms_module"]
-    installed = {
-        record["kernel"]
-        for record in driver.get("dkms") or []
-        if record["version"] == version and record["state"] in dkms.INSTALLED_STATES
-    }
-    not_built = [kernel for kernel in kernels["targets"] if kernel not in installed]
+    not_built = [
+        kernel
+        for kernel in kernels["targets"]
+        if dkms.build_state(driver.get("dkms") or [], module, version, kernel) not in dkms.INSTALLED_STATES
+    ]
     missing = [kernel for kernel, state in (driver.get("kernels") or {}).items()
                if (((state.get("dkms_modules") or {}).get(module)) or {}).get("missing")]  # fmt: skip
     codes = [finding.get("code") for finding in gpu.get("findings") or []]

@@ -119,6 +119,11 @@ def test_a_node_without_gpus_or_a_reachable_driver():
     ("changes", "failure"),
     [
         ({"driver__dkms": []}, f"DKMS has not installed nvidia-current {VERSION} for kernel(s) {KERNEL}"),
+        # Another module at the plan's version, or the plan's module only built: not the plan's installed module.
+        ({"driver__dkms": [{"module": "nvidia-open", "version": VERSION, "kernel": KERNEL, "state": "installed"}]},
+         f"DKMS has not installed nvidia-current {VERSION} for kernel(s) {KERNEL}"),
+        ({"driver__dkms": [{"module": "nvidia-current", "version": VERSION, "kernel": KERNEL, "state": "built"}]},
+         f"DKMS has not installed nvidia-current {VERSION} for kernel(s) {KERNEL}"),
         (
             {"driver__kernels": {KERNEL: {"dkms_modules": {"nvidia-current": {"missing": ["nvidia.ko"]}}}}},
             "module files missing under /lib/modules/<kernel> (DKMS's directory: updates/dkms, or extra on RHEL) for "
@@ -136,8 +141,8 @@ def test_a_node_without_gpus_or_a_reachable_driver():
         ({"driver__devices": []}, "no /dev/nvidiactl although the driver is loaded"),
         ({"gpu__driver_version": "550.54.15"}, f"nvidia-smi reports driver 550.54.15, not {VERSION}"),
     ],
-    ids=["not_built", "files_missing", "broken", "audit", "persistenced_disabled", "fabricmanager_stopped",
-         "nothing_loaded", "no_nvidiactl", "smi_version"],
+    ids=["not_built", "other_module", "built_only", "files_missing", "broken", "audit", "persistenced_disabled",
+         "fabricmanager_stopped", "nothing_loaded", "no_nvidiactl", "smi_version"],
 )  # fmt: skip
 def test_each_failure_says_what_is_wrong(changes, failure):
     assert verdict(**changes)["failures"] == [failure]
