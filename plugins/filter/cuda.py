@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import cuda_toolkit
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import fields, mapping, plain
 
 
 def cuda_toolkit_preflight(node, host, variables, supported):
@@ -55,7 +55,7 @@ def cuda_toolkit_driver_problem(plan, facts, host):
 def cuda_toolkit_paths(plan, executables, settings):
     """gpuops.bringup.managed_paths entries: the CUDA roots' directories, nvcc wrappers and links, and the login
     shells' profile. settings: {link, alternative, profile}."""
-    settings = plain(mapping(settings, "the role's settings", "cuda_toolkit_paths"))
+    settings = fields(settings, "the role's settings", "cuda_toolkit_paths", ("link", "alternative", "profile"))
     return cuda_toolkit.configuration_paths(
         mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_paths"),
         [str(path) for path in executables],
@@ -68,7 +68,9 @@ def cuda_toolkit_paths(plan, executables, settings):
 def cuda_toolkit_alternatives_steps(alternatives, plan, settings):
     """{commands, stale}: the update-alternatives commands the plan needs on the node as read, and the role's own
     CUDA roots no longer planned. settings: {link, alternative, own_roots}."""
-    settings = plain(mapping(settings, "the role's settings", "cuda_toolkit_alternatives_steps"))
+    settings = fields(
+        settings, "the role's settings", "cuda_toolkit_alternatives_steps", ("link", "alternative", "own_roots")
+    )
     return cuda_toolkit.alternatives_steps(
         plain(mapping(plan, "cuda_toolkit_plan's result", "cuda_toolkit_alternatives_steps")),
         plain(mapping(alternatives, "cuda_toolkit_facts' alternatives", "cuda_toolkit_alternatives_steps")),

@@ -6,7 +6,7 @@ make of what they read."""
 from __future__ import annotations
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import driver_plan, driver_preflight, driver_verify
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import mapping, plain
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import fields, mapping, plain
 
 
 def nvidia_driver_preflight(node, host, pci, values, controller, data):
@@ -68,8 +68,11 @@ def nvidia_driver_gpu_problems(gpu, fabric):
 
 def nvidia_driver_verify(reads, host, judged):
     """{failures, not_applicable, passed}: the node read again after converge against what preflight judged."""
-    reads = plain(mapping(reads, "verify's reads", "nvidia_driver_verify"))
-    judged = plain(mapping(judged, "what preflight judged", "nvidia_driver_verify"))
+    reads = fields(
+        reads, "verify's reads", "nvidia_driver_verify", ("driver", "os", "packages", "gpu", "audit", "pci_gpus")
+    )
+    judged_keys = ("plan", "flavor", "kernels", "live", "fabricmanager", "dcgm", "persistenced", "services")
+    judged = fields(judged, "what preflight judged", "nvidia_driver_verify", judged_keys)
     persistenced = mapping(judged.get("persistenced"), "nvidia-persistenced's state", "nvidia_driver_verify")
     return driver_verify.verify(
         host=str(host),

@@ -47,6 +47,8 @@ def test_paths_of_a_planned_toolkit():
         cuda.cuda_toolkit_paths("not a plan", [], SETTINGS)
     with pytest.raises(AnsibleFilterError, match="cuda_toolkit_paths"):
         cuda.cuda_toolkit_paths(plan, [], "not settings")
+    with pytest.raises(AnsibleFilterError, match="cuda_toolkit_paths needs the role's settings with profile"):
+        cuda.cuda_toolkit_paths(plan, [], {"link": "/usr/local/cuda", "alternative": "cuda"})
 
 
 def test_alternatives_steps_of_a_planned_toolkit():
@@ -54,6 +56,9 @@ def test_alternatives_steps_of_a_planned_toolkit():
     settings = {"link": "/usr/local/cuda", "alternative": "cuda", "own_roots": "/usr/local/lib/gpuops/"}
     read = {"status": "manual", "value": "/usr/local/lib/gpuops/cuda-12.4", "choices": {plan["default"]: 124}}
     assert cuda.cuda_toolkit_alternatives_steps(read, plan, settings) == {"commands": [], "stale": []}
+    no_roots = {"link": "/usr/local/cuda", "alternative": "cuda"}
+    with pytest.raises(AnsibleFilterError, match="alternatives_steps needs the role's settings with own_roots"):
+        cuda.cuda_toolkit_alternatives_steps(read, plan, no_roots)
     for bad in (("not read", plan, settings), (read, "not a plan", settings), (read, plan, "not settings")):
         with pytest.raises(AnsibleFilterError, match="cuda_toolkit_alternatives_steps"):
             cuda.cuda_toolkit_alternatives_steps(*bad)

@@ -58,6 +58,7 @@ def test_nvidia_driver_packages_preflight_through_jinja_types():
 
 
 READS = {"os": {}, "pci": {}, "driver": {}, "packages": {}, "repository": {}}
+VERIFY_READS = dict.fromkeys(["driver", "os", "packages", "gpu", "audit", "pci_gpus"])
 
 
 @pytest.mark.parametrize(
@@ -71,8 +72,13 @@ READS = {"os": {}, "pci": {}, "driver": {}, "packages": {}, "repository": {}}
         ("nvidia_driver_table_packages", ("535",), "the branch table"),
         ("nvidia_driver_package_problems", ({}, None), "package_info's packages"),
         ("nvidia_driver_verify", ([], "n1", {}), "verify's reads"),
-        ("nvidia_driver_verify", ({}, "n1", None), "what preflight judged"),
-        ("nvidia_driver_verify", ({}, "n1", {"persistenced": {}}), "the plan"),
+        ("nvidia_driver_verify", (VERIFY_READS, "n1", None), "what preflight judged"),
+        ("nvidia_driver_verify", ({}, "n1", {}), "verify's reads with driver, os, packages, gpu, audit, pci_gpus"),
+        (
+            "nvidia_driver_verify",
+            (dict.fromkeys(["driver", "os", "packages", "gpu", "audit", "pci_gpus"]), "n1", {"persistenced": {}}),
+            "what preflight judged with plan, flavor",
+        ),
     ],
 )
 def test_a_wrong_input_names_what_was_expected(name, args, what):
