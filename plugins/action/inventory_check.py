@@ -9,7 +9,7 @@ from ansible.plugins.action import ActionBase
 from ansible.vars.plugins import get_vars_from_inventory_sources
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import hardware_profiles
-from ansible_collections.gpuops.bringup.plugins.module_utils.inventory_schema import check_play
+from ansible_collections.gpuops.bringup.plugins.module_utils.inventory_schema import CONTROL_PLANE_GROUP, check_play
 
 _VARS = ("group_names", "gpuops_hardware", "ansible_host", "ansible_port")
 
@@ -50,7 +50,7 @@ class ActionModule(ActionBase):
             argument_spec={"hosts": {"type": "list", "elements": "str"}},
         )
         # The control plane a stage-4 node joins is in the inventory but is no rack node.
-        control_plane = set(task_vars["groups"].get("kube_control_plane", []))
+        control_plane = set(task_vars["groups"].get(CONTROL_PLANE_GROUP, []))
         names = (
             args["hosts"]
             if args["hosts"] is not None

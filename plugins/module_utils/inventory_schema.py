@@ -15,6 +15,8 @@ import re
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, hardware_profiles
 
+# The cluster's control plane, which stage 4's nodes join: in the inventory, but no rack node.
+CONTROL_PLANE_GROUP = "kube_control_plane"
 ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "none")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 # Signalling rates ibstat and sysfs report, in Gb/s (SDR..XDR, and RoCE NIC speeds).
@@ -25,6 +27,12 @@ _BUILTIN = ", ".join(hardware_profiles.BUILTIN)
 _RACK_GROUP = re.compile(r"^rack_[a-z0-9_]+\Z")
 # What SSH can connect to: a host name, an IPv4 address, or an IPv6 address (in brackets or not).
 _HOST = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})|\[?[0-9A-Fa-f:.]{2,45}(%[A-Za-z0-9_.-]{1,15})?\]?")
+
+
+def node_hosts(groups):
+    """The host pattern of the plays that act on rack nodes: every host but the control plane's. The group is named
+    only where the inventory has it: a pattern naming an unknown group makes Ansible warn on every play."""
+    return f"all:!{CONTROL_PLANE_GROUP}" if CONTROL_PLANE_GROUP in groups else "all"
 
 
 def _is_int(value):

@@ -253,3 +253,10 @@ def test_the_bandwidth_members_from_each_nodes_own_view():
     hostvars = {"a": {"__acceptance_bw_member": member("a", read, h100, ["rack_a"])}, "b": {}, "c": {
         "__acceptance_bw_member": None}}  # fmt: skip
     assert [m["node"] for m in filters["acceptance_bandwidth_members"](["c", "b", "a"], hostvars)] == ["a"]
+
+
+def test_node_hosts_needs_the_groups_mapping():
+    node_hosts = importlib.import_module("ansible_collections.gpuops.bringup.plugins.filter.inventory").node_hosts
+    assert node_hosts({"all": [], "kube_control_plane": []}) == "all:!kube_control_plane"
+    with pytest.raises(AnsibleFilterError, match=r"gpuops.bringup.node_hosts needs groups \(a mapping\), got list"):
+        node_hosts(["all"])

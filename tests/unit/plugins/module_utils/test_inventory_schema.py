@@ -16,6 +16,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils.inventory_schema im
     check_hardware,
     check_inventory,
     check_play,
+    node_hosts,
 )
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -341,3 +342,18 @@ def test_a_play_of_some_hosts_is_stopped_by_their_problems_only():
     assert check_play(hosts, (), ["n3", "n4"])[:2] == ([clash], [rack])
     assert check_play(hosts, (), ["n2"])[:2] == ([rack], [clash])
     assert check_play(hosts, ())[:2] == ([rack, clash], []) == (check_inventory(hosts)[0], [])
+
+
+@pytest.mark.parametrize(
+    ("groups", "pattern"),
+    [
+        ({"all": ["n1"], "ungrouped": ["n1"]}, "all"),
+        ({"all": ["n1", "cp"], "kube_control_plane": ["cp"]}, "all:!kube_control_plane"),
+        # An empty group is still a group: naming it draws no warning, and it leaves out nothing.
+        ({"all": ["n1"], "kube_control_plane": []}, "all:!kube_control_plane"),
+        # A group whose name only contains the control plane's is another group.
+        ({"all": ["n1"], "kube_control_plane_old": ["n1"]}, "all"),
+    ],
+)
+def test_node_hosts(groups, pattern):
+    assert node_hosts(groups) == pattern
