@@ -101,8 +101,8 @@ def main() -> int:
         if profile:
             profile.enable()
         try:
-            playbook()  # ansible-core's command ends in sys.exit with the run's status
-        except SystemExit as end:
+            rc = playbook()
+        except SystemExit as end:  # ansible-core's command ends in sys.exit with the run's status
             rc = end.code
         if profile:
             profile.disable()
