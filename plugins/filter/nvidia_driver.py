@@ -82,16 +82,8 @@ def nvidia_driver_verify(reads, host, judged):
         live=bool(judged.get("live")),
         fabricmanager=judged.get("fabricmanager"),
         dcgm=judged.get("dcgm"),
-        persistenced={
-            "wanted": bool(persistenced.get("wanted")),
-            "unit": str(persistenced.get("unit")),
-            "failed": persistenced.get("rc") == 0,
-        },
-        # The results of verify's `systemctl is-failed` loop over the services: exit 0 says failed.
-        services=[
-            {"unit": str(result["item"]["unit"]), "failed": result.get("rc") == 0}
-            for result in judged.get("services") or []
-        ],
+        persistenced={"wanted": bool(persistenced.get("wanted")), "unit": str(persistenced.get("unit"))},
+        services=[str(unit) for unit in judged.get("services") or []],
         reads={
             "driver": mapping(reads.get("driver"), "nvidia_driver_facts' nvidia_driver", "nvidia_driver_verify"),
             "os": mapping(reads.get("os"), "os_facts' gpuops_os", "nvidia_driver_verify"),

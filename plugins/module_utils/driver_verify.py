@@ -17,14 +17,15 @@ _UNREACHED = ("driver_unreachable", "driver_library_mismatch", "no_devices")
 _DEGRADED = "is failed (the system reports itself degraded)"
 
 
-def _unit_failures(name, unit, live, failed):
-    """A daemon's failures: not enabled; not running where the driver runs; failed where it cannot run yet."""
+def _unit_failures(name, unit, live):
+    """A daemon's failures (unit: os_facts' state of its unit): not enabled; not running where the driver runs; failed
+    where it cannot run yet."""
     found = []
     if not unit.get("enabled"):
         found.append(f"{name} is not enabled")
     if live and not unit.get("active"):
         found.append(f"{name} is not running")
-    if not live and failed:
+    if not live and unit.get("failed"):
         found.append(f"{name} {_DEGRADED}")
     return found
 
@@ -39,10 +40,10 @@ def verify(*, host, plan, flavor, kernels, live, fabricmanager, dcgm, persistenc
 
     plan: the preflight's plan (version, track, dkms_module, packages); flavor: the kernel module flavour; kernels:
     kernel_targets()' result (targets, skipped); live: whether the driver runs on this node now. fabricmanager
-    ({package, version}) and dcgm ({version, cuda}): None where the node needs none. persistenced: {wanted, unit,
-    failed} and services (fabric manager, DCGM): [{unit, failed}], failed meaning `systemctl is-failed` said so (exit
-    0). reads: driver (nvidia_driver_facts), os (os_facts' gpuops_os), packages (package_info's), gpu (gpu_facts'
-    gpu), audit (dpkg --audit's output, "" on rpm) and pci_gpus (pci_facts' GPUs).
+    ({package, version}) and dcgm ({version, cuda}): None where the node needs none. persistenced: {wanted, unit};
+    services: the units of fabric manager and DCGM where the node runs them. reads: driver (nvidia_driver_facts), os
+    (os_facts' gpuops_os, with the state of those units), packages (package_info's), gpu (gpu_facts' gpu), audit (dpkg
+    --audit's output, "" on rpm) and pci_gpus (pci_facts' GPUs).
     """
     driver, node, gpu = reads["driver"], reads["os"], reads["gpu"]
     units = node.get("units") or {}
@@ -76,11 +77,9 @@ def verify(*, host, plan, flavor, kernels, live, fabricmanager, dcgm, persistenc
     if audit:
         failures.append(f"dpkg --audit reports: {parsing.truncated(audit, 300, leeway=5)}")
     if persistenced["wanted"]:
-        failures += _unit_failures("nvidia-persistenced", units.get(persistenced["unit"]) or {}, live,
-                                   persistenced["failed"])  # fmt: skip
+        failures += _unit_failures("nvidia-persistenced", units.get(persistenced["unit"]) or {}, live)
     for service in services:
-        name = service["unit"].replace(".service", "")
-        failures += _unit_failures(name, units.get(service["unit"]) or {}, live, service["failed"])
+        failures += _unit_failures(service.replace(".service", ""), units.get(service) or {}, live)
     if live and (loaded.get("version") != version or loaded.get("flavor") != flavor):
         failures.append(
             f"the loaded NVIDIA module is {loaded.get('version') or 'none'} ({loaded.get('flavor') or 'unknown'}), "
@@ -93,7 +92,7 @@ def verify(*, host, plan, flavor, kernels, live, fabricmanager, dcgm, persistenc
     if live and gpu.get("driver_version") != version:
         failures.append(f"nvidia-smi reports driver {gpu.get('driver_version') or 'none'}, not {version}")
 
-    daemons = ["nvidia-persistenced"] + [service["unit"].replace(".service", "") for service in services]
+    daemons = ["nvidia-persistenced"] + [service.replace(".service", "") for service in services]
     own_kernel = (node.get("capabilities") or {}).get("own_kernel")
     not_applicable = [skipped["note"] for skipped in kernels.get("skipped") or []]
     if not own_kernel:

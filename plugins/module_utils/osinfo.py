@@ -237,10 +237,12 @@ RPM_QUERY_ARGS = ("-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}.%{ARCH}\n")
 
 
 def unit_state(props):
-    """{exists, active, enabled} of one unit's systemctl show properties ({} for a unit systemctl did not show)."""
+    """{exists, active, enabled, failed} of one unit's systemctl show properties ({} for a unit systemctl did not
+    show); failed as `systemctl is-failed` says it."""
     return {
         "exists": props.get("LoadState") == "loaded",
         "active": props.get("ActiveState") == "active",
+        "failed": props.get("ActiveState") == "failed",
         "enabled": props.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias"),
     }
 

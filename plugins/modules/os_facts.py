@@ -124,7 +124,9 @@ ansible_facts:
           description: Live value of each requested key, whitespace-normalised, or null.
           type: dict
         units:
-          description: For each requested unit, C(active), C(enabled) and C(exists).
+          description: >-
+            For each requested unit, C(active), C(enabled), C(exists) and C(failed) (what C(systemctl is-failed)
+            says).
           type: dict
         limits:
           description: C(memlock) of PID 1 (C(soft), C(hard)); C(systemd_default_memlock) from the service manager.
@@ -299,7 +301,7 @@ def unit_states(reader, units):
         return {}
     systemctl = reader.tool("systemctl")
     if not systemctl.available:
-        return {u: {"exists": False, "active": False, "enabled": False} for u in units}
+        return {u: osinfo.unit_state({}) for u in units}
     _rc, out, _err = systemctl(["show", osinfo.SYSTEMCTL_PROPERTIES, "--", *units], ok_rc=(0, 1))
     shown = osinfo.parse_systemctl_show(out)
     return {unit: osinfo.unit_state(shown.get(unit, {})) for unit in units}

@@ -57,7 +57,7 @@ READS = {
 FABRICMANAGER = {"package": "nvidia-fabricmanager-565", "version": "565.57.01-1"}
 
 
-def verdict(live=True, nvswitch=True, dcgm=None, persistenced_failed=False, services=None, **changes):
+def verdict(live=True, nvswitch=True, dcgm=None, services=None, **changes):
     reads = changed(READS, **changes)
     return driver_verify.verify(
         host="h100",
@@ -67,8 +67,8 @@ def verdict(live=True, nvswitch=True, dcgm=None, persistenced_failed=False, serv
         live=live,
         fabricmanager=FABRICMANAGER if nvswitch else None,
         dcgm=dcgm,
-        persistenced={"wanted": True, "unit": "nvidia-persistenced.service", "failed": persistenced_failed},
-        services=[{"unit": "nvidia-fabricmanager.service", "failed": False}] if services is None else services,
+        persistenced={"wanted": True, "unit": "nvidia-persistenced.service"},
+        services=["nvidia-fabricmanager.service"] if services is None else services,
         reads=reads,
     )
 
@@ -159,9 +159,8 @@ def test_a_long_audit_is_cut_at_a_word():
 
 
 def test_daemons_failed_where_the_driver_cannot_run_yet():
-    units = {k: {**v, "active": False} for k, v in UNITS.items()}
-    found = verdict(live=False, persistenced_failed=True, os__units=units,
-                    services=[{"unit": "nvidia-fabricmanager.service", "failed": True}])  # fmt: skip
+    units = {k: {**v, "active": False, "failed": True} for k, v in UNITS.items()}
+    found = verdict(live=False, os__units=units)
     assert found["failures"] == [
         "nvidia-persistenced is failed (the system reports itself degraded)",
         "nvidia-fabricmanager is failed (the system reports itself degraded)",
@@ -172,3 +171,8 @@ def test_a_gpu_fault_is_reported_where_nvidia_smi_answers():
     # A real capture of an HGX H100 with one GPU gone: nvidia-smi answers, so its problem is a failure.
     found = verdict(gpu=gpu_read("h100-sxm-x8-565-gpu3-missing.derived.xml"))["failures"]
     assert found == ["nvidia-smi: nvidia-smi sees 7 GPUs; this node should have 8"]
+
+
+def test_a_failed_daemon_where_the_driver_runs_is_one_that_does_not_run():
+    units = {**UNITS, "nvidia-fabricmanager.service": {"enabled": True, "active": False, "failed": True}}
+    assert verdict(os__units=units)["failures"] == ["nvidia-fabricmanager is not running"]

@@ -440,6 +440,33 @@ def test_parse_systemctl_show():
     }
 
 
+@pytest.mark.parametrize(
+    ("props", "state"),
+    [
+        (
+            {"LoadState": "loaded", "ActiveState": "active", "UnitFileState": "enabled"},
+            {"exists": True, "active": True, "enabled": True, "failed": False},
+        ),
+        # A daemon that cannot run yet (no driver): what `systemctl is-failed` exits 0 for.
+        (
+            {"LoadState": "loaded", "ActiveState": "failed", "UnitFileState": "enabled"},
+            {"exists": True, "active": False, "enabled": True, "failed": True},
+        ),
+        (
+            {"LoadState": "loaded", "ActiveState": "activating", "UnitFileState": "static"},
+            {"exists": True, "active": False, "enabled": True, "failed": False},
+        ),
+        (
+            {"LoadState": "masked", "ActiveState": "inactive", "UnitFileState": "masked"},
+            {"exists": False, "active": False, "enabled": False, "failed": False},
+        ),
+        ({}, {"exists": False, "active": False, "enabled": False, "failed": False}),
+    ],
+)
+def test_unit_state(props, state):
+    assert osinfo.unit_state(props) == state
+
+
 def test_parse_systemctl_show_without_systemd():
     # systemctl on a host not booted with systemd prints nothing on stdout.
     assert osinfo.parse_systemctl_show(fixture("os/host-vm/commands/systemctl-show-units.txt")) == {}

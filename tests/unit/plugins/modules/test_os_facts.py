@@ -125,11 +125,11 @@ def pick(facts, dotted):
 
 
 BENCH_UNIT_STATES = {
-    "ssh.service": {"exists": True, "active": True, "enabled": True},
-    "chrony.service": {"exists": False, "active": False, "enabled": False},
+    "ssh.service": {"exists": True, "active": True, "enabled": True, "failed": False},
+    "chrony.service": {"exists": False, "active": False, "enabled": False, "failed": False},
     # Masked: loaded as masked, so it does not exist for os_facts.
-    "systemd-udevd.service": {"exists": False, "active": False, "enabled": False},
-    "systemd-journald.service": {"exists": True, "active": True, "enabled": True},
+    "systemd-udevd.service": {"exists": False, "active": False, "enabled": False, "failed": False},
+    "systemd-journald.service": {"exists": True, "active": True, "enabled": True, "failed": False},
 }
 CONTAINER_CAPABILITIES = {
     "own_kernel": False,
@@ -272,7 +272,9 @@ CASES = {
                 "grub_stale": False,
                 "initramfs_stale": [],
             },
-            "units": {unit: {"exists": False, "active": False, "enabled": False} for unit in HOST_UNITS},
+            "units": {
+                unit: {"exists": False, "active": False, "enabled": False, "failed": False} for unit in HOST_UNITS
+            },
             "limits": {"memlock": {"soft": "unlimited", "hard": "unlimited"}, "systemd_default_memlock": None},
         },
     ),
