@@ -7,7 +7,9 @@ NVIDIA's repository, which also carries a newer version than the pinned one.
 from __future__ import annotations
 
 import json
+import os
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,7 @@ PACKAGES = ["nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvi
             "libnvidia-container1"]  # fmt: skip
 PROFILE_UUIDS = [f"GPU-eaf0bc12-3996-9441-6965-b6955608929{c}" for c in "cdef"]
 CRI = "io.containerd.grpc.v1.cri"
+CONVERGE = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"]) / "converge.yml"
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +99,24 @@ def test_the_record_says_what_the_spec_was_generated_for(host):
     assert record["gpus"] == PROFILE_UUIDS
     assert record["toolkit_version"] == VERSION.rsplit("-", 1)[0]
     assert record["spec_sha256"] == host.check_output("sha256sum /etc/cdi/nvidia.yaml").split()[0]
+
+
+def test_verification_passes_and_says_what_the_container_node_cannot_show(stage_run):
+    rc, output = stage_run(CONVERGE, "nvidia_container_toolkit_verify")
+    assert rc == 0, output[-3000:]
+    assert (
+        "l40s passed nvidia_container_toolkit verification: 4 packages held at 1.17.8-1 (nvidia-ctk 1.17.8), the "
+        "nvidia runtime in containerd, CDI spec with 4 GPU(s) [SIMULATED pcie_l40s_4gpu] (not applicable: a GPU "
+        "container (this node's kernel belongs to its container host: its containers reach the host's GPUs, not this "
+        "install's; nvidia-smi replays another machine's capture))"
+    ) in output
+
+
+def test_verification_names_a_runtime_stopped_behind_the_roles_back(host, stage_run):
+    host.run_expect([0], "systemctl stop containerd")
+    try:
+        rc, output = stage_run(CONVERGE, "nvidia_container_toolkit_verify")
+    finally:
+        host.run_expect([0], "systemctl start containerd")
+    assert rc != 0
+    assert "l40s failed nvidia_container_toolkit verification: containerd.service is not active" in output

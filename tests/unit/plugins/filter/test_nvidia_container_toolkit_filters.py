@@ -58,3 +58,40 @@ def test_a_wrong_argument_is_named(arguments, said):
         AnsibleFilterError, match=re.escape(f"gpuops.bringup.nvidia_container_toolkit_preflight {said}")
     ):
         PREFLIGHT(*arguments)
+
+
+VERIFY = nvidia_container_toolkit.FilterModule().filters()["nvidia_container_toolkit_verify"]
+V_READS = {
+    "packages": {"nvidia-container-toolkit": {"installed": "1.17.8-1", "held": True}},
+    "ctk": {"version": "1.17.8", "errors": [], "cdi_devices": [],
+            "runtimes": {"containerd": {"default": "runc",
+                                        "runtimes": {"nvidia": {"binary": "/usr/bin/nvidia-container-runtime"}}}}},
+    "units": {"containerd.service": {"active": True}},
+    "smoke": None,
+}  # fmt: skip
+V_SETTINGS = {"version": "1.17.8-1", "runtimes": ["containerd"], "default_for": [], "cdi": True, "smoke_image": ""}
+V_JUDGED = {
+    "runtime_path": "/usr/bin/nvidia-container-runtime", "units": {"containerd": "containerd.service"},
+    "own_kernel": False, "gpu": {}, "gpus_answer": False, "live": False, "smoke_runtime": "containerd",
+}  # fmt: skip
+
+
+def test_verify_reads_a_boolean_given_as_a_string():
+    """nvidia_container_toolkit_cdi=false on the command line arrives as a string."""
+    found = VERIFY(V_READS, TaggedStr("n1"), {**V_SETTINGS, "cdi": "false"}, V_JUDGED)
+    assert found["failures"] == [] and not any("CDI" in reason for reason in found["not_applicable"])
+    assert any("CDI" in reason for reason in VERIFY(V_READS, "n1", V_SETTINGS, V_JUDGED)["not_applicable"])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (({**V_READS, "smoke": None, "units": None}, "n1", V_SETTINGS, V_JUDGED), "needs os_facts' units (a mapping)"),
+        (({"packages": {}}, "n1", V_SETTINGS, V_JUDGED), "needs verify's reads with ctk, units, smoke"),
+        ((V_READS, "n1", {"version": "1"}, V_JUDGED), "needs the role's settings with runtimes, default_for, cdi"),
+        ((V_READS, "n1", V_SETTINGS, {}), "needs what preflight judged with runtime_path, units, own_kernel"),
+    ],
+)
+def test_verify_names_a_wrong_argument(arguments, said):
+    with pytest.raises(AnsibleFilterError, match=re.escape(f"gpuops.bringup.nvidia_container_toolkit_verify {said}")):
+        VERIFY(*arguments)
