@@ -92,9 +92,34 @@ def cuda_toolkit_verify_problems(plan, packages, facts, profile, compiled, link)
     )
 
 
+def cuda_toolkit_run_check(node):
+    """{live, why_not}: whether verify's CUDA program can run on this node, and why not (module_utils cuda_toolkit)."""
+    return cuda_toolkit.run_check(plain(mapping(node, "os_facts' gpuops_os", "cuda_toolkit_run_check")))
+
+
+def cuda_toolkit_verify(reads, host, judged):
+    """{failures, passed}: the node read again after converge against the plan (module_utils cuda_toolkit)."""
+    name = "cuda_toolkit_verify"
+    reads = fields(reads, "verify's reads", name, ("packages", "facts", "profile", "compiled"))
+    judged = fields(judged, "the plan and its paths", name, ("plan", "link", "profile_path", "run"))
+    return cuda_toolkit.verify(
+        host=str(host),
+        plan=mapping(judged["plan"], "cuda_toolkit_plan's result", name),
+        packages=mapping(reads["packages"], "package_info's packages", name),
+        facts=mapping(reads["facts"], "cuda_toolkit_facts' cuda_toolkit", name),
+        profile=[str(line) for line in reads["profile"]],
+        compiled=list(reads["compiled"]),
+        link=str(judged["link"]),
+        profile_path=str(judged["profile_path"]),
+        run=fields(judged["run"], "cuda_toolkit_run_check's result", name, ("live", "why_not")),
+    )
+
+
 class FilterModule:
     def filters(self):
         return {
+            "cuda_toolkit_run_check": cuda_toolkit_run_check,
+            "cuda_toolkit_verify": cuda_toolkit_verify,
             "cuda_toolkit_preflight": cuda_toolkit_preflight,
             "cuda_toolkit_plan": cuda_toolkit_plan,
             "cuda_toolkit_repository_plan": cuda_toolkit_repository_plan,

@@ -819,3 +819,40 @@ def verify_problems(plan, packages, facts, profile, compiled, link):
         problems += [f"{lib} (needed by the program compiled with {result['item']}) is not found" for lib in runtime
                      if resolved.get(lib) is None]  # fmt: skip
     return problems
+
+
+def run_check(node):
+    """{live, why_not}: whether the CUDA program verify compiles can run on this node (its own kernel, with the NVIDIA
+    module loaded), and why not where it cannot. node: os_facts' gpuops_os, read with kernel_modules [nvidia]."""
+    own_kernel = bool((node.get("capabilities") or {}).get("own_kernel"))
+    loaded = (node.get("kernel_modules") or {}).get("nvidia") == "loaded"
+    why_not = "this node's kernel belongs to its container host" if not own_kernel else "no NVIDIA driver is loaded"
+    return {"live": own_kernel and loaded, "why_not": why_not}
+
+
+def verify(*, host, plan, packages, facts, profile, compiled, link, profile_path, run):
+    """{failures, passed} of the node read again after converge (verify_problems' failures; run: run_check's).
+
+    compiled: cuda_compile_check's results, one per toolkit root in the plan's order and then one for link."""
+    held = sorted({name for t in plan["toolkits"] for name in t["held"]})
+    built = ", ".join(
+        f"CUDA {toolkit['release']} (nvcc {(compiled[index].get('nvcc') or {}).get('version')}) under {toolkit['root']}"
+        for index, toolkit in enumerate(plan["toolkits"])
+    )
+    runtimes = [
+        path
+        for result in compiled
+        for name, path in ((result.get("libraries") or {}).get("resolved") or {}).items()
+        if re.match(r"libcudart[.]so", name)
+    ]
+    passed = (
+        f"{host} passed cuda_toolkit verification: {built}; {link} -> {plan['default']}; CUDA_HOME and PATH from "
+        f"{profile_path}; {len(held)} packages held at their versions; a CUDA program compiled and linked against "
+        f"{', '.join(dict.fromkeys(str(path) for path in runtimes))}"
+    )
+    if run["live"]:
+        outputs = dict.fromkeys(str(result.get("output") or "").strip() for result in compiled)
+        passed += f" and ran: {', '.join(outputs)}"
+    else:
+        passed += f" (not applicable: running it, {run['why_not']})"
+    return {"failures": verify_problems(plan, packages, facts, profile, compiled, link), "passed": passed}

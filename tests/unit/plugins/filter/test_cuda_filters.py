@@ -28,6 +28,8 @@ def test_the_filters_are_registered():
         "cuda_toolkit_plan",
         "cuda_toolkit_preflight",
         "cuda_toolkit_repository_plan",
+        "cuda_toolkit_run_check",
+        "cuda_toolkit_verify",
         "cuda_toolkit_verify_problems",
     ]
 
@@ -99,3 +101,17 @@ def test_input_problems_and_plan():
 def test_wrong_arguments_are_filter_errors(call, message):
     with pytest.raises(AnsibleFilterError, match=message):
         call()
+
+
+def test_cuda_toolkit_verify_names_a_missing_argument():
+    verify = cuda.FilterModule().filters()["cuda_toolkit_verify"]
+    with pytest.raises(AnsibleFilterError, match=r"gpuops.bringup.cuda_toolkit_verify needs verify's reads with facts"):
+        verify({"packages": {}, "profile": [], "compiled": []}, "n1", {})
+    with pytest.raises(AnsibleFilterError, match=r"needs cuda_toolkit_run_check's result with why_not"):
+        verify({"packages": {}, "facts": {}, "profile": [], "compiled": []}, "n1",
+               {"plan": {}, "link": "/usr/local/cuda", "profile_path": "/p", "run": {"live": False}})  # fmt: skip
+
+
+def test_cuda_toolkit_run_check_needs_the_os_facts():
+    with pytest.raises(AnsibleFilterError, match=r"gpuops.bringup.cuda_toolkit_run_check needs os_facts' gpuops_os"):
+        cuda.FilterModule().filters()["cuda_toolkit_run_check"](None)

@@ -415,6 +415,73 @@ def test_a_converged_node_has_no_verify_problem():
     assert verified() == []
 
 
+CONTAINER_RUN = {"live": False, "why_not": "this node's kernel belongs to its container host"}
+
+
+def verdict(run=CONTAINER_RUN, **changes):
+    base = {
+        "packages": {"nvidia-cuda-toolkit": {"installed": TRIXIE, "held": True},
+                     "nvidia-cuda-dev": {"installed": "12.4.127~12.4.1-2", "held": True}},
+        "facts": dict(facts("550.163.01", CURRENT), alternatives={"value": "/usr/local/lib/gpuops/cuda-12.4"}),
+        "profile": ["/usr/local/cuda", "/usr/local/cuda/bin/nvcc"],
+        "compiled": [
+            {"item": root, "nvcc": {"release": "12.4", "version": "12.4.131"}, "output": "" if not run["live"] else
+             "Device 0: NVIDIA L40S, compute capability 8.9\n",
+             "libraries": {"needed": ["libcudart.so.12", "libc.so.6"],
+                           "resolved": {"libcudart.so.12": "/lib/x86_64-linux-gnu/libcudart.so.12"}}}
+            for root in ("/usr/local/lib/gpuops/cuda-12.4", "/usr/local/cuda")
+        ],
+    }  # fmt: skip
+    base.update(changes)
+    return cuda_toolkit.verify(host="l40s", plan=PLAN, link="/usr/local/cuda", profile_path="/etc/profile.d/cuda.sh",
+                               run=run, **base)  # fmt: skip
+
+
+def test_the_passed_line_of_a_container_node():
+    """The line the role's Jinja verdict printed for this node in Molecule cuda_toolkit (tests/output) before the
+    verdict moved to Python."""
+    found = verdict()
+    assert found == {
+        "failures": [],
+        "passed": "l40s passed cuda_toolkit verification: CUDA 12.4.1 (nvcc 12.4.131) under "
+        "/usr/local/lib/gpuops/cuda-12.4; /usr/local/cuda -> /usr/local/lib/gpuops/cuda-12.4; CUDA_HOME and PATH from "
+        "/etc/profile.d/cuda.sh; 2 packages held at their versions; a CUDA program compiled and linked against "
+        "/lib/x86_64-linux-gnu/libcudart.so.12 (not applicable: running it, this node's kernel belongs to its "
+        "container host)",
+    }
+
+
+def test_the_passed_line_where_the_program_ran_says_its_output_once():
+    found = verdict(run={"live": True, "why_not": "no NVIDIA driver is loaded"})
+    assert found["passed"].endswith(
+        "linked against /lib/x86_64-linux-gnu/libcudart.so.12 and ran: Device 0: NVIDIA L40S, compute capability 8.9"
+    )
+
+
+def test_verify_fails_with_verify_problems():
+    found = verdict(profile=[])
+    assert found["failures"] == [
+        "a login shell gets CUDA_HOME= and nvcc not on PATH, not /usr/local/cuda and /usr/local/cuda/bin/nvcc"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("node", "run"),
+    [
+        ({"capabilities": {"own_kernel": True}, "kernel_modules": {"nvidia": "loaded"}},
+         {"live": True, "why_not": "no NVIDIA driver is loaded"}),
+        ({"capabilities": {"own_kernel": True}, "kernel_modules": {"nvidia": "absent"}},
+         {"live": False, "why_not": "no NVIDIA driver is loaded"}),
+        # A container reads its host's modules: loaded there says nothing of this node.
+        ({"capabilities": {"own_kernel": False}, "kernel_modules": {"nvidia": "loaded"}},
+         {"live": False, "why_not": "this node's kernel belongs to its container host"}),
+        ({}, {"live": False, "why_not": "this node's kernel belongs to its container host"}),
+    ],
+)  # fmt: skip
+def test_run_check(node, run):
+    assert cuda_toolkit.run_check(node) == run
+
+
 def test_verify_problems_name_what_is_off():
     assert verified(packages={"nvidia-cuda-toolkit": {"installed": "12.4.131~12.4.1-3", "held": False}}) == [
         "nvidia-cuda-toolkit is installed at 12.4.131~12.4.1-3, not 12.4.131~12.4.1-2",
