@@ -418,7 +418,8 @@ def test_a_converged_node_has_no_verify_problem():
 CONTAINER_RUN = {"live": False, "why_not": "this node's kernel belongs to its container host"}
 
 
-def verdict(run=CONTAINER_RUN, **changes):
+def verdict(run=None, **changes):
+    run = run or CONTAINER_RUN
     base = {
         "packages": {"nvidia-cuda-toolkit": {"installed": TRIXIE, "held": True},
                      "nvidia-cuda-dev": {"installed": "12.4.127~12.4.1-2", "held": True}},
