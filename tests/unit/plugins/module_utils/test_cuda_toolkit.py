@@ -393,20 +393,26 @@ def test_default_root():
     assert cuda_toolkit.default_root(toolkits, "12.4") == "/a"
 
 
-def verified(**changes):
+def reads(output="", **changes):
+    """Verify's reads of a converged Debian 13 node with the distribution's CUDA 12.4 (output: what the program
+    printed, where it ran)."""
     base = {
         "packages": {"nvidia-cuda-toolkit": {"installed": TRIXIE, "held": True},
                      "nvidia-cuda-dev": {"installed": "12.4.127~12.4.1-2", "held": True}},
         "facts": dict(facts("550.163.01", CURRENT), alternatives={"value": "/usr/local/lib/gpuops/cuda-12.4"}),
         "profile": ["/usr/local/cuda", "/usr/local/cuda/bin/nvcc"],
         "compiled": [
-            {"item": root, "nvcc": {"release": "12.4", "version": "12.4.131"},
+            {"item": root, "nvcc": {"release": "12.4", "version": "12.4.131"}, "output": output,
              "libraries": {"needed": ["libcudart.so.12", "libc.so.6"],
                            "resolved": {"libcudart.so.12": "/lib/x86_64-linux-gnu/libcudart.so.12"}}}
             for root in ("/usr/local/lib/gpuops/cuda-12.4", "/usr/local/cuda")
         ],
     }  # fmt: skip
-    base.update(changes)
+    return {**base, **changes}
+
+
+def verified(**changes):
+    base = reads(**changes)
     return cuda_toolkit.verify_problems(PLAN, base["packages"], base["facts"], base["profile"], base["compiled"],
                                         "/usr/local/cuda")  # fmt: skip
 
@@ -420,22 +426,9 @@ CONTAINER_RUN = {"live": False, "why_not": "this node's kernel belongs to its co
 
 def verdict(run=None, **changes):
     run = run or CONTAINER_RUN
-    base = {
-        "packages": {"nvidia-cuda-toolkit": {"installed": TRIXIE, "held": True},
-                     "nvidia-cuda-dev": {"installed": "12.4.127~12.4.1-2", "held": True}},
-        "facts": dict(facts("550.163.01", CURRENT), alternatives={"value": "/usr/local/lib/gpuops/cuda-12.4"}),
-        "profile": ["/usr/local/cuda", "/usr/local/cuda/bin/nvcc"],
-        "compiled": [
-            {"item": root, "nvcc": {"release": "12.4", "version": "12.4.131"}, "output": "" if not run["live"] else
-             "Device 0: NVIDIA L40S, compute capability 8.9\n",
-             "libraries": {"needed": ["libcudart.so.12", "libc.so.6"],
-                           "resolved": {"libcudart.so.12": "/lib/x86_64-linux-gnu/libcudart.so.12"}}}
-            for root in ("/usr/local/lib/gpuops/cuda-12.4", "/usr/local/cuda")
-        ],
-    }  # fmt: skip
-    base.update(changes)
+    output = "Device 0: NVIDIA L40S, compute capability 8.9\n" if run["live"] else ""
     return cuda_toolkit.verify(host="l40s", plan=PLAN, link="/usr/local/cuda", profile_path="/etc/profile.d/cuda.sh",
-                               run=run, **base)  # fmt: skip
+                               run=run, **reads(output, **changes))  # fmt: skip
 
 
 def test_the_passed_line_of_a_container_node():
