@@ -6,6 +6,7 @@ Ready."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import kubernetes_node
 from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import fields, mapping, plain
@@ -61,9 +62,29 @@ def k8s_node_verify_problems(read, node, version, packages, sandbox_image, nvidi
     )  # fmt: skip
 
 
+def k8s_node_verify(read, host, node, settings, gpu, own_kernel):
+    """{failures, passed}: the node read again after converge against the role's settings (module_utils
+    kubernetes_node.verify)."""
+    name = "k8s_node_verify"
+    keys = ("version", "packages", "sandbox_image", "nvidia", "labels", "taints", "prefix", "node_name")
+    settings = fields(settings, "the role's settings", name, keys)
+    return kubernetes_node.verify(
+        host=str(host),
+        read=str(read),
+        node=plain(mapping(node, "the Node object", name)),
+        settings={**settings, "nvidia": boolean(settings["nvidia"], strict=False), "version": str(settings["version"]),
+                  "sandbox_image": str(settings["sandbox_image"]), "node_name": str(settings["node_name"]),
+                  "prefix": str(settings["prefix"]), "labels": settings["labels"] or {},
+                  "taints": settings["taints"] or []},
+        gpu=plain(mapping(gpu, "gpu_facts' gpu", name)),
+        own_kernel=bool(own_kernel),
+    )  # fmt: skip
+
+
 class FilterModule:
     def filters(self):
         return {
+            "k8s_node_verify": k8s_node_verify,
             PREFLIGHT: k8s_node_preflight,
             "kubernetes_drain_leftovers": kubernetes_drain_leftovers,
             "k8s_node_join_command": k8s_node_join_command,

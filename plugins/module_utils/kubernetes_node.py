@@ -561,3 +561,27 @@ def kubeconfig_findings(variable, path, stat, uid):
             "cannot keep others from changing it. Fix: a copy owned by this user, mode 600"
         )
     return None, warnings
+
+
+def verify(*, host, read, node, settings, gpu, own_kernel):
+    """{failures, passed} of the node read again after converge (verify_problems' failures).
+
+    read: verify's sectioned read of the node; node: the Node object ({} where the API has none); settings: the role's
+    version, packages, sandbox_image, nvidia, labels, taints, prefix and node_name; gpu: gpu_facts' gpu where the
+    role read the GPUs for their labels ({} where not); own_kernel: os_facts' capability."""
+    keys = ("version", "packages", "sandbox_image", "nvidia", "labels", "taints", "prefix")
+    failures = verify_problems(read, node, *(settings[key] for key in keys))
+    kubelet = ((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion") or "?"
+    runtime = ", nvidia runtime" if settings["nvidia"] else ""
+    passed = (
+        f"{host} passed k8s_node verification: kubeadm, kubelet, kubectl held at {settings['version']}; containerd "
+        f"active (systemd cgroups, sandbox {settings['sandbox_image']}{runtime}); Node {settings['node_name']} Ready "
+        f"(kubelet {kubelet}) with {len(settings['labels'])} labels"
+    )
+    if settings["taints"]:
+        passed += f" and {len(settings['taints'])} taints"
+    if gpu.get("simulated"):
+        passed += f" [GPU labels from SIMULATED {gpu['simulated'].get('profile')}]"
+    if not own_kernel:
+        passed += " (not applicable in a container, whose kernel belongs to its host: kernel modules, sysctls, swap)"
+    return {"failures": failures, "passed": passed}

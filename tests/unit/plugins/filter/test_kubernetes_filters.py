@@ -15,11 +15,13 @@ def test_the_filters_are_registered():
         "k8s_node_patch",
         "k8s_node_preflight",
         "k8s_node_ready",
+        "k8s_node_verify",
         "k8s_node_verify_problems",
         "kubernetes_drain_leftovers",
     ]
 
 
+VERIFY_KEYS = ("version", "packages", "sandbox_image", "nvidia", "labels", "taints", "prefix", "node_name")
 TABLES = {"supported": {"debian": ["13"]}, "kernel_modules": [], "sysctl": {}}
 READS = {"inventory_hosts": ["cp"], "kubeconfig_problem": None, "control_plane": {"version": "v1.35.9"}}
 
@@ -53,8 +55,26 @@ def test_a_few_calls():
         (lambda: kubernetes.k8s_node_preflight({}, "n1", {}, TABLES, None), "k8s_node_preflight needs the reads"),
         (lambda: kubernetes.k8s_node_patch("", {}, [], "p"), "k8s_node_patch needs the Node object"),
         (lambda: kubernetes.k8s_node_ready(None), "k8s_node_ready needs the Node object"),
+        (
+            lambda: kubernetes.k8s_node_verify("", "n1", {}, {"version": "1"}, {}, True),
+            "k8s_node_verify needs the role's settings with packages, sandbox_image, nvidia",
+        ),
+        (
+            lambda: kubernetes.k8s_node_verify("", "n1", {}, dict.fromkeys(VERIFY_KEYS, ""), None, True),
+            "k8s_node_verify needs gpu_facts' gpu",
+        ),
     ],
 )
 def test_wrong_arguments_are_filter_errors(call, message):
     with pytest.raises(AnsibleFilterError, match=message):
         call()
+
+
+def test_k8s_node_verify_reads_a_boolean_given_as_a_string():
+    settings = {**dict.fromkeys(VERIFY_KEYS, ""), "nvidia": "false", "version": "1.31.4-1.1", "node_name": "n1"}
+    found = kubernetes.k8s_node_verify("", "n1", {}, settings, {}, True)
+    assert "nvidia runtime);" not in found["passed"]
+    assert (
+        "nvidia runtime);"
+        in kubernetes.k8s_node_verify("", "n1", {}, {**settings, "nvidia": "true"}, {}, True)["passed"]
+    )

@@ -239,6 +239,51 @@ def test_verification_names_each_problem():
     ]
 
 
+SETTINGS = {"version": "1.31.4-1.1", "packages": ["kubeadm", "kubelet", "kubectl"],
+            "sandbox_image": "registry.gpuops.test/pause:3.10", "nvidia": False, "labels": {}, "taints": [],
+            "prefix": "gpuops.io", "node_name": "n1"}  # fmt: skip
+SIMULATED = {"simulated": {"profile": "pcie_l40s_4gpu"}}
+
+
+@pytest.mark.parametrize(
+    ("changes", "passed"),
+    [
+        ({}, "containerd active (systemd cgroups, sandbox registry.gpuops.test/pause:3.10); Node n1 Ready (kubelet "
+             "v1.31.4) with 0 labels"),
+        ({"own_kernel": False, "gpu": SIMULATED},
+         "containerd active (systemd cgroups, sandbox registry.gpuops.test/pause:3.10); Node n1 Ready (kubelet "
+         "v1.31.4) with 0 labels [GPU labels from SIMULATED pcie_l40s_4gpu] (not applicable in a container, whose "
+         "kernel belongs to its host: kernel modules, sysctls, swap)"),
+        ({"settings": {**SETTINGS, "taints": [{"key": "a", "effect": "NoSchedule"}] * 2},
+          "node": {**NODE, "spec": {"taints": [{"key": "a", "value": "", "effect": "NoSchedule"}] * 2}}},
+         "containerd active (systemd cgroups, sandbox registry.gpuops.test/pause:3.10); Node n1 Ready (kubelet "
+         "v1.31.4) with 0 labels and 2 taints"),
+        ({"gpu": {"simulated": None}, "node": {**NODE, "status": {**NODE["status"], "nodeInfo": {}}}},
+         "containerd active (systemd cgroups, sandbox registry.gpuops.test/pause:3.10); Node n1 Ready (kubelet ?) "
+         "with 0 labels"),
+    ],
+    ids=["own_kernel", "container_simulated_gpu", "taints", "kubelet_version_unknown"],
+)  # fmt: skip
+def test_the_passed_line(changes, passed):
+    """The lines the role's Jinja verdict rendered for the same inputs (ansible-core 2.19) before it moved here."""
+    given = {"read": read(), "node": NODE, "settings": SETTINGS, "gpu": {}, "own_kernel": True, **changes}
+    found = kn.verify(host="n1", **given)
+    assert found["passed"] == f"n1 passed k8s_node verification: kubeadm, kubelet, kubectl held at 1.31.4-1.1; {passed}"
+    unknown = ["the Node reports kubelet of no version, not v1.31.4"]
+    assert found["failures"] == (unknown if not given["node"]["status"]["nodeInfo"] else [])
+
+
+def test_the_verdict_names_each_problem_and_the_nvidia_runtime_in_its_passed_line():
+    found = kn.verify(host="n1", read=read(held="kubeadm"), node=NODE, settings={**SETTINGS, "nvidia": True}, gpu={},
+                      own_kernel=True)  # fmt: skip
+    assert found["failures"] == [
+        "kubelet is not held",
+        "kubectl is not held",
+        "containerd has no nvidia runtime (k8s_node_nvidia_runtime is true: run the container toolkit stage)",
+    ]
+    assert "(systemd cgroups, sandbox registry.gpuops.test/pause:3.10, nvidia runtime);" in found["passed"]
+
+
 def _pod(name, phase="Running", owner="ReplicaSet", annotations=None):
     return {
         "metadata": {"name": name, "namespace": "ns", "annotations": annotations or {},
