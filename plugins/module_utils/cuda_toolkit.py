@@ -777,6 +777,16 @@ def _branch_for(requirement):
     return f'nvidia_driver_branch: "{gpu_catalog.driver_version_key(requirement["version"])[0]}" or later'
 
 
+def _held(plan):
+    """The packages the plan holds, every toolkit's, sorted."""
+    return sorted({name for t in plan["toolkits"] for name in t["held"]})
+
+
+def _runtime(names):
+    """The CUDA runtime's sonames among library names."""
+    return [name for name in names if name.startswith("libcudart.so")]
+
+
 def verify_problems(plan, packages, facts, profile, compiled, link):
     """What the node, read again, lacks of the plan; [] when nothing.
 
@@ -791,8 +801,7 @@ def verify_problems(plan, packages, facts, profile, compiled, link):
             problems.append(
                 f"{toolkit['package']} is installed at {installed or 'no version'}, not {toolkit['package_version']}"
             )
-    held = sorted({name for t in plan["toolkits"] for name in t["held"]})
-    problems += [f"{name} is not held" for name in held if not (packages.get(name) or {}).get("held")]
+    problems += [f"{name} is not held" for name in _held(plan) if not (packages.get(name) or {}).get("held")]
     if facts["driver"]["version"] is None:
         problems.append("no NVIDIA driver userland is installed any more")
     current = facts["alternatives"]["value"]
@@ -813,7 +822,7 @@ def verify_problems(plan, packages, facts, profile, compiled, link):
         if reported != expected:
             problems.append(f"{result['item']}/bin/nvcc reports {reported}, not {expected}")
         resolved = (result.get("libraries") or {}).get("resolved") or {}
-        runtime = [lib for lib in (result.get("libraries") or {}).get("needed", []) if lib.startswith("libcudart.so")]
+        runtime = _runtime((result.get("libraries") or {}).get("needed", []))
         if not runtime:
             problems.append(f"the program compiled with {result['item']} does not link against libcudart")
         problems += [f"{lib} (needed by the program compiled with {result['item']}) is not found" for lib in runtime
@@ -834,21 +843,19 @@ def verify(*, host, plan, packages, facts, profile, compiled, link, profile_path
     """{failures, passed} of the node read again after converge (verify_problems' failures; run: run_check's).
 
     compiled: cuda_compile_check's results, one per toolkit root in the plan's order and then one for link."""
-    held = sorted({name for t in plan["toolkits"] for name in t["held"]})
     built = ", ".join(
         f"CUDA {toolkit['release']} (nvcc {(compiled[index].get('nvcc') or {}).get('version')}) under {toolkit['root']}"
         for index, toolkit in enumerate(plan["toolkits"])
     )
     runtimes = [
-        path
-        for result in compiled
-        for name, path in ((result.get("libraries") or {}).get("resolved") or {}).items()
-        if re.match(r"libcudart[.]so", name)
+        resolved[name]
+        for resolved in (((result.get("libraries") or {}).get("resolved") or {}) for result in compiled)
+        for name in _runtime(resolved)
     ]
     passed = (
         f"{host} passed cuda_toolkit verification: {built}; {link} -> {plan['default']}; CUDA_HOME and PATH from "
-        f"{profile_path}; {len(held)} packages held at their versions; a CUDA program compiled and linked against "
-        f"{', '.join(dict.fromkeys(str(path) for path in runtimes))}"
+        f"{profile_path}; {len(_held(plan))} packages held at their versions; a CUDA program compiled and "
+        f"linked against {', '.join(dict.fromkeys(str(path) for path in runtimes))}"
     )
     if run["live"]:
         outputs = dict.fromkeys(str(result.get("output") or "").strip() for result in compiled)
