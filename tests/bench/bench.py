@@ -909,15 +909,36 @@ def run_publishing(name: str, cmd: list[str], tries: int = 4) -> None:
     by two test workers now and then get the same port, and the later one fails
     with "address already in use". That container is removed and started again,
     when podman picks anew.
+
+    The failed start also costs the node that holds the port its reachability:
+    netavark (1.4, iptables) adds the loser's forwarding rules before the bind
+    fails and deletes them after, and its two "mark for masquerade" rules are
+    the same for any container on that host port, so the deletion removes the
+    holder's: connections from 127.0.0.1 to the holder then hang (seen in CI as
+    "no SSH banner"). The holder's rules are made again (podman network reload).
     """
     for attempt in range(tries):
         proc = podman(*cmd, check=False)
         if proc.returncode == 0:
             return
-        if "address already in use" not in proc.stderr or attempt == tries - 1:
+        taken = re.search(r":(\d+): bind: address already in use", proc.stderr)
+        if not taken:
+            raise BenchError(f"podman could not start {name} (rc={proc.returncode}):\n{proc.stderr.strip()[-2000:]}")
+        holders = port_holders(int(taken.group(1)))
+        if holders:
+            log(f"{name}: restoring the forwarding rules of {', '.join(holders)}, which holds its port")
+            podman("network", "reload", *holders)
+        if attempt == tries - 1:
             raise BenchError(f"podman could not start {name} (rc={proc.returncode}):\n{proc.stderr.strip()[-2000:]}")
         log(f"{name}: its published port was taken meanwhile; starting it again")
         remove_containers([name])
+
+
+def port_holders(port: int) -> list[str]:
+    """Running containers that publish a host port (podman 4.3's `ps` has no filter for it)."""
+    listing = podman("ps", "--format", "{{.Names}}\t{{.Ports}}").stdout
+    published = re.compile(rf":{port}->")
+    return [line.split("\t")[0] for line in listing.splitlines() if "\t" in line and published.search(line)]
 
 
 def wait_for_ssh(name: str, port: int, timeout: float = 60) -> None:

@@ -80,16 +80,23 @@ def test_nothing_to_remove_calls_no_podman(bench, monkeypatch):
 
 
 class FakeRun:
-    """`podman run` that fails with the given errors in turn, then starts; `rm` always succeeds."""
+    """`podman run` that fails with the given errors in turn, then starts; `rm` and `network reload` succeed; `ps`
+    lists the given running containers with their published ports."""
 
-    def __init__(self, errors):
+    def __init__(self, errors, running=""):
         self.errors = list(errors)
+        self.running = running
         self.calls = []
+        self.reloaded = []
 
     def __call__(self, *args, check=True):
         self.calls.append(args[0])
         if args[0] == "run" and self.errors:
             return subprocess.CompletedProcess(args, 126, "", self.errors.pop(0))
+        if args[0] == "ps":
+            return subprocess.CompletedProcess(args, 0, self.running, "")
+        if args[:2] == ("network", "reload"):
+            self.reloaded.append(args[2:])
         return subprocess.CompletedProcess(args, 0, "", "")
 
 
@@ -100,7 +107,35 @@ def test_a_port_taken_meanwhile_starts_the_node_again(bench, monkeypatch):
     fake = FakeRun([TAKEN, TAKEN])
     monkeypatch.setattr(bench, "podman", fake)
     bench.run_publishing("n1", ["run", "--name", "n1"])
-    assert fake.calls == ["run", "rm", "run", "rm", "run"]
+    assert fake.calls == ["run", "ps", "rm", "run", "ps", "rm", "run"]
+    assert fake.reloaded == []
+
+
+RUNNING = (
+    "mirror\t127.0.0.1:4032->8080/tcp\n"
+    "n7\t127.0.0.1:40321->22/tcp\n"
+    "n8\t127.0.0.1:403210->22/tcp\n"
+    "quiet\t\n"
+    "n9\t0.0.0.0:40321->22/tcp, 127.0.0.1:5000->5000/tcp\n"
+)
+
+
+def test_the_node_holding_the_port_gets_its_forwarding_rules_back(bench, monkeypatch):
+    # The loser's failed start deleted the holder's masquerade marks (netavark's
+    # rules are the same for one host port); only the holders are reloaded.
+    fake = FakeRun([TAKEN], RUNNING)
+    monkeypatch.setattr(bench, "podman", fake)
+    bench.run_publishing("n1", ["run", "--name", "n1"])
+    assert fake.reloaded == [("n7", "n9")]
+    assert fake.calls == ["run", "ps", "network", "rm", "run"]
+
+
+def test_the_holder_gets_its_rules_back_after_the_last_try_too(bench, monkeypatch):
+    fake = FakeRun([TAKEN] * 2, RUNNING)
+    monkeypatch.setattr(bench, "podman", fake)
+    with pytest.raises(bench.BenchError, match="address already in use"):
+        bench.run_publishing("n1", ["run", "--name", "n1"], tries=2)
+    assert fake.reloaded == [("n7", "n9"), ("n7", "n9")]
 
 
 def test_a_port_taken_every_time_fails_with_podmans_words(bench, monkeypatch):
