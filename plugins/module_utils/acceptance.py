@@ -37,6 +37,7 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import (
     dcgm,
     dkms,
     ethtool,
+    hardware_profiles,
     infiniband,
     kubernetes_node,
     nccl_tests_pairs,
@@ -1972,7 +1973,11 @@ def system_serial_problem(serial):
 def input_problems(hardware, required=None, optional=None, system_serial=None):
     """Problems with a node's acceptance inputs: its profile's acceptance keys, the role's acceptance_required and
     acceptance_optional, its gpuops_system_serial, and a required check that cannot be judged on this node."""
-    problems = hardware_problems(hardware)
+    # The keys every stage reads (the inventory check's, which a play may skip): the checks below read them.
+    if not isinstance(hardware, dict):
+        problems = [f"gpuops_hardware is {repr(hardware)[:80]}, expected a mapping; {hardware_profiles.FIX}"]
+    else:
+        problems = hardware_profiles.field_problems(hardware) + hardware_problems(hardware)
     problems += _ids_problems("acceptance_required", [] if required is None else required)
     problems += _ids_problems("acceptance_optional", [] if optional is None else optional)
     serial_problem = system_serial_problem(system_serial)

@@ -81,3 +81,43 @@ def resolve(group_names, site=None, overrides=None):
         return {}
     profile = merged(known[names[0]], {"profile": names[0]})
     return merged(profile, overrides) if isinstance(overrides, dict) else profile
+
+
+ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "none")
+LINK_LAYERS = ("InfiniBand", "Ethernet")
+# Signalling rates ibstat and sysfs report, in Gb/s (SDR..XDR, and RoCE NIC speeds).
+PORT_RATES = (0, 10, 20, 25, 40, 50, 56, 100, 200, 400, 800)
+# Where a whole profile is shown.
+FIX = "see plugins/module_utils/hardware_profiles.py for complete profiles"
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# The keys every stage reads from a profile: dotted path, check, what is expected.
+_FIELDS = (
+    ("profile", is_name, "the profile group's name (lower case, digits, underscores)"),
+    ("gpu.model", lambda v: isinstance(v, str), "the product name nvidia-smi reports"),
+    ("gpu.architecture", lambda v: v in ARCHITECTURES, f"one of {', '.join(ARCHITECTURES)}"),
+    ("gpu.count", lambda v: _is_int(v) and 0 <= v <= 16, "an integer from 0 to 16"),
+    ("gpu.nvswitch", lambda v: isinstance(v, bool), "true or false"),
+    ("infiniband.ports", lambda v: _is_int(v) and 0 <= v <= 32, "an integer from 0 to 32"),
+    ("infiniband.rate_gbps", lambda v: v in PORT_RATES, f"one of {', '.join(map(str, PORT_RATES))}"),
+    ("infiniband.link_layer", lambda v: v in LINK_LAYERS, " or ".join(LINK_LAYERS)),
+)
+
+
+def field_problems(hardware):
+    """Problems in the keys every stage reads from a gpuops_hardware mapping, each naming the key, the value and the
+    fix; [] for a mapping that has them all (the acceptance stage's own keys are acceptance.hardware_problems')."""
+    problems = []
+    for path, check, expected in _FIELDS:
+        value = hardware
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None:
+            problems.append(f"gpuops_hardware.{path} is missing; {FIX}")
+        elif not check(value):
+            problems.append(f"gpuops_hardware.{path} is {value!r}, expected {expected}; {FIX}")
+    return problems

@@ -17,12 +17,8 @@ from ansible_collections.gpuops.bringup.plugins.module_utils import acceptance, 
 
 # The cluster's control plane, which stage 4's nodes join: in the inventory, but no rack node.
 CONTROL_PLANE_GROUP = "kube_control_plane"
-ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "none")
-LINK_LAYERS = ("InfiniBand", "Ethernet")
-# Signalling rates ibstat and sysfs report, in Gb/s (SDR..XDR, and RoCE NIC speeds).
-PORT_RATES = (0, 10, 20, 25, 40, 50, 56, 100, 200, 400, 800)
 # Where a whole profile is shown, and the profiles a host may name.
-FIX = "see plugins/module_utils/hardware_profiles.py for complete profiles"
+FIX = hardware_profiles.FIX
 _BUILTIN = ", ".join(hardware_profiles.BUILTIN)
 _RACK_GROUP = re.compile(r"^rack_[a-z0-9_]+\Z")
 # What SSH can connect to: a host name, an IPv4 address, or an IPv6 address (in brackets or not).
@@ -39,18 +35,6 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _check_field(problems, where, hardware, path, check, expected, fix):
-    """Look up a dotted path in gpuops_hardware and record a problem unless check(value) holds."""
-    value = hardware
-    for part in path.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-        if value is None:
-            problems.append(f"{where}: gpuops_hardware.{path} is missing; {fix}")
-            return
-    if not check(value):
-        problems.append(f"{where}: gpuops_hardware.{path} is {value!r}, expected {expected}; {fix}")
-
-
 def check_hardware(where, hardware):
     """Problems in one gpuops_hardware mapping, each naming the key, the value and the fix."""
     if not isinstance(hardware, dict):
@@ -58,54 +42,7 @@ def check_hardware(where, hardware):
             f"{where}: gpuops_hardware is {hardware!r}, expected a mapping; "
             f"put the host in a profile group instead ({_BUILTIN}) or define the mapping whole ({FIX})"
         ]
-    problems = []
-    fix = FIX
-    _check_field(
-        problems,
-        where,
-        hardware,
-        "profile",
-        hardware_profiles.is_name,
-        "the profile group's name (lower case, digits, underscores)",
-        fix,
-    )
-    _check_field(
-        problems, where, hardware, "gpu.model", lambda v: isinstance(v, str), "the product name nvidia-smi reports", fix
-    )
-    _check_field(
-        problems,
-        where,
-        hardware,
-        "gpu.architecture",
-        lambda v: v in ARCHITECTURES,
-        f"one of {', '.join(ARCHITECTURES)}",
-        fix,
-    )
-    _check_field(
-        problems, where, hardware, "gpu.count", lambda v: _is_int(v) and 0 <= v <= 16, "an integer from 0 to 16", fix
-    )
-    _check_field(problems, where, hardware, "gpu.nvswitch", lambda v: isinstance(v, bool), "true or false", fix)
-    _check_field(
-        problems,
-        where,
-        hardware,
-        "infiniband.ports",
-        lambda v: _is_int(v) and 0 <= v <= 32,
-        "an integer from 0 to 32",
-        fix,
-    )
-    _check_field(
-        problems,
-        where,
-        hardware,
-        "infiniband.rate_gbps",
-        lambda v: v in PORT_RATES,
-        f"one of {', '.join(map(str, PORT_RATES))}",
-        fix,
-    )
-    _check_field(
-        problems, where, hardware, "infiniband.link_layer", lambda v: v in LINK_LAYERS, " or ".join(LINK_LAYERS), fix
-    )
+    problems = [f"{where}: {p}" for p in hardware_profiles.field_problems(hardware)]
     # The acceptance stage's keys (gates, firmware, required checks): a wrong type fails every stage's inventory
     # check, before any node is touched.
     problems += [f"{where}: {p}" for p in acceptance.hardware_problems(hardware)]

@@ -1205,13 +1205,31 @@ def test_gates_come_from_the_gpus_not_the_profiles_name():
         ({"gpu": {**H100["gpu"], "count": 4}}, ["nccl.pairs"],
          "nccl.pairs is required, but profile hgx_h100_8gpu has no bus bandwidth gate for node pairs (no published "
          "one for its GPU model and count). Fix: set gpuops_hardware.gates.nccl_pair_busbw_gbps, or add nccl.pairs"),
-        ({"infiniband": {"ports": 0}}, ["nccl.pairs"],
+        ({"infiniband": {**H100["infiniband"], "ports": 0}}, ["nccl.pairs"],
          "nccl.pairs is required but does not apply to profile hgx_h100_8gpu (the profile has no RDMA port: NCCL "
          "between nodes would measure TCP)"),
     ],
 )  # fmt: skip
 def test_bad_acceptance_inputs_are_named_with_their_fix(change, required, problem):
     problems = acceptance.input_problems({**H100, **change}, required)
+    assert any(p.startswith(problem) for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("hardware", "problem"),
+    [
+        # No profile group (the inventory check, which a play may skip, says so too): named, not a KeyError.
+        ({}, "gpuops_hardware.gpu.model is missing; see plugins/module_utils/hardware_profiles.py"),
+        ({"profile": "site_box", "gpu": {"model": "NVIDIA H100 80GB HBM3"}},
+         "gpuops_hardware.gpu.count is missing; see plugins/module_utils/hardware_profiles.py"),
+        ({**H100, "infiniband": {**H100["infiniband"], "rate_gbps": "400"}},
+         "gpuops_hardware.infiniband.rate_gbps is '400', expected one of 0, 10, 20"),
+        (None, "gpuops_hardware is None, expected a mapping; see plugins/module_utils/hardware_profiles.py"),
+        (["hgx_h100_8gpu"], "gpuops_hardware is ['hgx_h100_8gpu'], expected a mapping"),
+    ],
+)  # fmt: skip
+def test_an_incomplete_profile_is_named_before_any_check_reads_it(hardware, problem):
+    problems = acceptance.input_problems(hardware, ["gpu.count", "nccl.single_node"])
     assert any(p.startswith(problem) for p in problems), problems
 
 

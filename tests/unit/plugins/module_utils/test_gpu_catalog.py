@@ -8,7 +8,7 @@ import pytest
 from ansible.module_utils.compat.version import LooseVersion
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import gpu_catalog
-from ansible_collections.gpuops.bringup.plugins.module_utils.inventory_schema import ARCHITECTURES
+from ansible_collections.gpuops.bringup.plugins.module_utils.hardware_profiles import ARCHITECTURES
 
 EXTEND = (
     "add its PCI device id and nvidia-smi name to DEVICES in plugins/module_utils/gpu_catalog.py "
