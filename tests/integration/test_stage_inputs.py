@@ -1,5 +1,5 @@
 """A batched stage refuses a node's bad value before its first batch changes any node (playbooks/stage_inputs.yml);
-site.yml leaves a node that joins no cluster out of stage 4.
+site.yml checks every stage's inputs before stage 1, and leaves a node that joins no cluster out of stage 4.
 
 Three nodes the controller cannot reach (TEST-NET addresses), the third with a value that would add a chrony
 directive: its refusal comes before the canary batch contacts its node, and the second node is never contacted (the
@@ -73,3 +73,22 @@ def test_site_leaves_a_node_that_joins_no_cluster_out_of_the_kubernetes_stage_un
     # Left out, not skipped task by task (a condition on each of the stage's tasks showed ~100 skipped results): its
     # skipped results are those of the other stages' always-tagged checks, which node-b has too.
     assert recap["node-a"][1] <= recap["node-b"][1], output[-1500:]
+
+
+def test_site_refuses_a_bad_value_of_a_later_stage_before_stage_1(tmp_path):
+    """site.yml checks every stage's inputs in its first play: a bad value for stage 3 refuses its node there, before
+    stage 1's canary batch is contacted; the stages' own input plays then have no host (no result per node)."""
+    hosts = {name: {"ansible_host": address} for name, address in NODES.items()}
+    hosts["node-c"]["rdma_fabric_roce_dscp"] = "64"
+    rack = {"rack_r1": {"hosts": dict.fromkeys(hosts)}, "pcie_l40s_4gpu": {"hosts": dict.fromkeys(hosts)}}
+    status, output = run(tmp_path, hosts, rack, "playbooks/site.yml")
+    assert status != 0, output[-3000:]
+    refused = output.find("node-c: rdma_fabric_roce_dscp")
+    first = output.find("PLAY [Inputs of every stage, before any stage changes a node]")
+    canary = output.find("PLAY [Stage 1: OS baseline]")
+    assert 0 <= first < refused < canary, output[-4000:]
+    assert "fatal: [node-a]: UNREACHABLE!" in output, output[-3000:]
+    assert "[node-c]: UNREACHABLE" not in output, output[-3000:]
+    own = r"PLAY \[Inputs of every node, before the first batch\] \**\s*(skipping: no hosts)?"
+    stage_inputs = re.findall(own, output)
+    assert stage_inputs and set(stage_inputs) == {"skipping: no hosts"}, output[-3000:]

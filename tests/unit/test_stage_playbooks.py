@@ -13,8 +13,12 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_HOSTS = "{{ groups | gpuops.bringup.node_hosts }}"
-# The plays on other hosts: the reports are written on the controller.
-OTHER_HOSTS = {("report.yml", "localhost")}
+# The plays on other hosts: the reports are written on the controller; a stage's own input checks have no host when
+# site.yml has checked every stage's inputs first.
+OTHER_HOSTS = {
+    ("report.yml", "localhost"),
+    ("stage_inputs.yml", "{{ [] if __stage_inputs_checked | default(false) else groups | gpuops.bringup.node_hosts }}"),
+}
 
 
 def plays():
