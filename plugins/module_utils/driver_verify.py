@@ -53,8 +53,11 @@ def verify(*, host, plan, flavor, kernels, live, fabricmanager, dcgm, persistenc
         for kernel in kernels["targets"]
         if dkms.build_state(driver.get("dkms") or [], module, version, kernel) not in dkms.INSTALLED_STATES
     ]
+    # The target kernels only: preflight's read, which stands in for a second one where the run changed nothing,
+    # covers every installed kernel.
     missing = [kernel for kernel, state in (driver.get("kernels") or {}).items()
-               if (((state.get("dkms_modules") or {}).get(module)) or {}).get("missing")]  # fmt: skip
+               if kernel in kernels["targets"]
+               and (((state.get("dkms_modules") or {}).get(module)) or {}).get("missing")]  # fmt: skip
     codes = [finding.get("code") for finding in gpu.get("findings") or []]
     devices = gpu.get("devices") or []
     answered = bool(devices) or not set(_UNREACHED) & set(codes)

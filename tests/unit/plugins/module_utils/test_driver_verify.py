@@ -176,3 +176,19 @@ def test_a_gpu_fault_is_reported_where_nvidia_smi_answers():
 def test_a_failed_daemon_where_the_driver_runs_is_one_that_does_not_run():
     units = {**UNITS, "nvidia-fabricmanager.service": {"enabled": True, "active": False, "failed": True}}
     assert verdict(os__units=units)["failures"] == ["nvidia-fabricmanager is not running"]
+
+
+def test_a_kernel_the_plan_does_not_build_for_is_not_judged():
+    # Preflight's read, which stands in for a second one where the run changed nothing, covers every installed
+    # kernel; only the targets must carry the module's files.
+    other = "6.1.0-9-amd64"
+    kernels = {
+        KERNEL: {"dkms_modules": {"nvidia-current": {"missing": []}}},
+        other: {"dkms_modules": {"nvidia-current": {"missing": ["nvidia.ko"]}}},
+    }
+    assert verdict(driver__kernels=kernels)["failures"] == []
+    kernels[KERNEL] = kernels[other]
+    assert verdict(driver__kernels=kernels)["failures"] == [
+        "module files missing under /lib/modules/<kernel> (DKMS's directory: updates/dkms, or extra on RHEL) for "
+        f"kernel(s) {KERNEL}"
+    ]
