@@ -197,15 +197,17 @@ def configuration_steps(*, node, settings, changed_paths):
     older than its inputs, sysctls or limits not live). Steps this node cannot take (a container's kernel, sysctls
     and clock are its host's) are never asked for.
 
-    {initramfs, grub, load_modules (list), sysctl, reexec, restart_chrony, cmdline_changed (the running kernel's
-    arguments are stale until a reboot)}.
+    {initramfs, grub, load_modules (list), sysctl, reexec, swap_fstab (swap entries to comment out of /etc/fstab),
+    swapoff (swap to turn off now), restart_chrony, cmdline_changed (the running kernel's arguments are stale until a
+    reboot), apply (whether any step from initramfs to swapoff is needed: the role's apply.yml runs them)}.
     """
     files = settings["files"]
     caps = _get(node, "capabilities", default={})
     own_kernel = bool(caps.get("own_kernel"))
     grub_changed = files["grub"] in changed_paths
     loaded = _get(node, "kernel_modules", default={})
-    return {
+    swap = _get(node, "swap", default={})
+    steps = {
         "initramfs": bool(
             _get(node, "boot", "initramfs_tool")
             and _get(node, "kernel", "installed")
@@ -229,6 +231,13 @@ def configuration_steps(*, node, settings, changed_paths):
             and caps.get("memlock_raisable")
             and _get(node, "limits", "systemd_default_memlock") != "infinity"
         ),
+        # Kubelet refuses to start with swap on.
+        "swap_fstab": bool(settings["disable_swap"] and swap.get("fstab")),
+        "swapoff": bool(settings["disable_swap"] and caps.get("swap_controllable") and swap.get("active")),
+    }
+    return {
+        **steps,
+        "apply": any(steps.values()),
         "restart_chrony": bool(caps.get("clock_settable"))
         and settings["chrony"] is not None
         and files["chrony"] in changed_paths,

@@ -221,7 +221,10 @@ def steps(state=None, changed=(), **settings):
 
 
 NOTHING = {"initramfs": False, "grub": False, "load_modules": [], "sysctl": False, "reexec": False,
-           "restart_chrony": False, "cmdline_changed": False}  # fmt: skip
+           "swap_fstab": False, "swapoff": False, "apply": False, "restart_chrony": False,
+           "cmdline_changed": False}  # fmt: skip
+# The steps apply.yml takes: any of them makes the role include it.
+APPLIED = ("initramfs", "grub", "load_modules", "sysctl", "reexec", "swap_fstab", "swapoff")
 
 
 def test_a_converged_node_needs_no_step():
@@ -241,7 +244,8 @@ def test_a_converged_node_needs_no_step():
     ],
 )
 def test_each_written_file_asks_for_its_step(changed, wanted):
-    assert steps(changed=changed) == {**NOTHING, **wanted}
+    applied = any(wanted.get(name) for name in APPLIED)
+    assert steps(changed=changed) == {**NOTHING, **wanted, "apply": applied}
 
 
 @pytest.mark.parametrize(
@@ -256,7 +260,26 @@ def test_each_written_file_asks_for_its_step(changed, wanted):
     ],
 )  # fmt: skip
 def test_what_an_earlier_failed_run_left_undone_is_done(changes, wanted):
-    assert steps(converged(**changes)) == {**NOTHING, **wanted}
+    assert steps(converged(**changes)) == {**NOTHING, **wanted, "apply": True}
+
+
+@pytest.mark.parametrize(
+    ("swap", "capabilities", "disable_swap", "wanted"),
+    [
+        ({"fstab": ["/dev/vda3"], "active": [{"device": "/dev/vda3"}]}, {"swap_controllable": True}, True,
+         {"swap_fstab": True, "swapoff": True, "apply": True}),
+        # A container's swap is its host's: only its fstab is the image's.
+        ({"fstab": ["/dev/vda3"], "active": [{"device": "/dev/vda3"}]}, {"swap_controllable": False}, True,
+         {"swap_fstab": True, "apply": True}),
+        ({"fstab": [], "active": [{"device": "/swapfile"}]}, {"swap_controllable": True}, True,
+         {"swapoff": True, "apply": True}),
+        ({"fstab": ["/dev/vda3"], "active": [{"device": "/dev/vda3"}]}, {"swap_controllable": True}, False, {}),
+        ({"fstab": [], "active": []}, {"swap_controllable": True}, True, {}),
+    ],
+)  # fmt: skip
+def test_swap_is_turned_off_where_it_is_on_and_allowed(swap, capabilities, disable_swap, wanted):
+    state = converged(swap=swap, capabilities={**CONVERGED["capabilities"], **capabilities})
+    assert steps(state, disable_swap=disable_swap) == {**NOTHING, **wanted}
 
 
 def test_no_initramfs_without_its_tool_or_a_kernel_package():
@@ -268,7 +291,7 @@ def test_a_container_takes_only_the_steps_its_own_files_need():
     state = converged(capabilities=CONTAINER_CAPABILITIES, kernel_modules__ib_umad="absent",
                       limits__systemd_default_memlock="65536", boot__grub_stale=True)  # fmt: skip
     everything = ["nouveau", "grub", "sysctl", "systemd", "chrony"]
-    assert steps(state, changed=everything) == {**NOTHING, "initramfs": True, "reexec": True}
+    assert steps(state, changed=everything) == {**NOTHING, "initramfs": True, "reexec": True, "apply": True}
     assert steps(state) == NOTHING
 
 
@@ -276,7 +299,7 @@ def test_switched_off_settings_ask_for_nothing_of_their_own():
     state = converged(limits__systemd_default_memlock="65536")
     assert steps(state, memlock_unlimited=False, chrony=None, changed=["chrony"]) == NOTHING
     # Removing the services' limit re-executes systemd too, so services lose it without a reboot.
-    assert steps(state, memlock_unlimited=False, changed=["systemd"]) == {**NOTHING, "reexec": True}
+    assert steps(state, memlock_unlimited=False, changed=["systemd"]) == {**NOTHING, "reexec": True, "apply": True}
 
 
 def verify(state=None, **settings):
