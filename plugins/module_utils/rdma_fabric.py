@@ -555,15 +555,17 @@ def verify_problems(*, host, settings, node, reads):
     settings: stack, peermem (bool), interfaces, ipoib_mtu, roce_mtu, tool (preflight's network tool), nm_prefix,
     held_packages, doca (release, profile and the version installed; None without DOCA), state_file, perftest_peer
     ("" without), perftest_min, profile_ports (gpuops_hardware's RDMA port count), qos_units (the RoCE QoS units
-    wanted); node: os_facts' gpuops_os read after the run (units: the tool's and the QoS units); reads: packages
-    (package_info's, {} without a stack), peermem (rdma_fabric_facts' peermem read again, {} when off), ports
+    wanted); node: os_facts' gpuops_os, read by preflight or, where the run changed the node, again (units: at least
+    the tool's and the QoS units; a read of more is judged on those); reads: packages (package_info's, {} without a
+    stack; judged on held_packages), peermem (rdma_fabric_facts' peermem, {} when off), ports
     (port_report's, None when not judged), state (what this run decided and managed_paths wrote to the state file:
     not read again), perftest_said and perftest_passed, tool (the network tool's reading: netplan's ethernets, {} for
     none, or nmcli's connection names; None when not read).
     """
     caps = _get(node, "capabilities") or {}
     own_kernel = bool(caps.get("own_kernel"))
-    packages = reads.get("packages") or {}
+    read = reads.get("packages") or {}
+    packages = {name: read.get(name) or {} for name in settings["held_packages"]} if read else {}
     peermem = reads.get("peermem") or {}
     ports = reads.get("ports")
     failures = [f"not installed: {name}" for name, p in packages.items() if not p.get("installed")]
@@ -583,7 +585,9 @@ def verify_problems(*, host, settings, node, reads):
             "fails. Fix: stage 1 with os_baseline_memlock_unlimited: true"
         )
     units = _get(node, "units") or {}
-    failures += [f"not enabled: {name}" for name, unit in units.items() if not (unit or {}).get("enabled")]
+    tool_unit = "NetworkManager.service" if settings["tool"] == "networkmanager" else "systemd-networkd.service"
+    wanted = ([tool_unit] if settings["interfaces"] else []) + list(settings["qos_units"])
+    failures += [f"not enabled: {name}" for name in wanted if not (units.get(name) or {}).get("enabled")]
     said, peer = reads.get("perftest_said") or "", settings["perftest_peer"]
     if peer and not reads.get("perftest_passed"):
         minimum = settings["perftest_min"]
@@ -807,8 +811,9 @@ def configuration_steps(*, settings, changed_paths, own_kernel, netdevs):
     {networkd: "reloaded" (its files changed), "started" (it owns the interfaces) or None, netplan_generate,
     netplan_apply, nm_reload (bool each), nm_up (the connections written, to bring up), qos_reload (a unit file or its
     enablement changed: systemd reads the units again), qos_apply ([{unit, state: restarted|started}] of the RoCE
-    interfaces the node has)}. What takes effect now needs a node that owns its kernel and network devices; the
-    configuration tools' own reads (netplan generate, nmcli connection reload) do not.
+    interfaces the node has), apply (whether any of them is asked for: the role's apply.yml takes them)}. What takes
+    effect now needs a node that owns its kernel and network devices; the configuration tools' own reads (netplan
+    generate, nmcli connection reload) do not.
     """
     touched = {tool_of(path, settings) for path in changed_paths}
     tool = settings["tool"]
@@ -818,7 +823,7 @@ def configuration_steps(*, settings, changed_paths, own_kernel, netdevs):
     nm_written = [i["name"] for i in settings["interfaces"] if _nm_path(i, settings) in changed_paths]
     enablement = f"{SYSTEMD_DIR}/{_device_unit('*')}.wants/{settings['qos_prefix']}*.service"
     qos_changed = "qos" in touched or any(fnmatch.fnmatchcase(path, enablement) for path in changed_paths)
-    return {
+    steps = {
         "networkd": networkd,
         "netplan_generate": "netplan" in touched,
         "netplan_apply": own_kernel and "netplan" in touched,
@@ -834,3 +839,4 @@ def configuration_steps(*, settings, changed_paths, own_kernel, netdevs):
             if own_kernel and i["name"] in netdevs
         ],
     }
+    return {**steps, "apply": any(steps.values())}

@@ -122,7 +122,7 @@ def steps(changed=(), own_kernel=True, netdevs=("ens1np0",), **settings):
 
 STARTED = [{"unit": "gpuops-roce-qos-ens1np0.service", "state": "started"}]
 NOTHING = {"networkd": "started", "netplan_generate": False, "netplan_apply": False, "nm_reload": False, "nm_up": [],
-           "qos_reload": False, "qos_apply": STARTED}  # fmt: skip
+           "qos_reload": False, "qos_apply": STARTED, "apply": True}  # fmt: skip
 
 
 def test_a_converged_node_keeps_its_services_running_and_nothing_more():
@@ -153,5 +153,13 @@ def test_a_container_reads_its_files_again_but_applies_nothing():
     changed = [NM + "ens1np0.nmconnection", "/etc/netplan/60-gpuops-rdma-fabric.yaml", NETWORKD + "x.network", UNIT]
     assert steps(changed, own_kernel=False, tool="networkmanager") == {
         "networkd": None, "netplan_generate": True, "netplan_apply": False, "nm_reload": True, "nm_up": [],
-        "qos_reload": True, "qos_apply": [],
+        "qos_reload": True, "qos_apply": [], "apply": True,
+    }  # fmt: skip
+
+
+def test_a_converged_container_takes_no_step():
+    # Its network devices and services are its host's: nothing to keep running, nothing to include.
+    assert steps(own_kernel=False) == {
+        "networkd": None, "netplan_generate": False, "netplan_apply": False, "nm_reload": False, "nm_up": [],
+        "qos_reload": False, "qos_apply": [], "apply": False,
     }  # fmt: skip

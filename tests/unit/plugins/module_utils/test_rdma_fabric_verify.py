@@ -18,11 +18,13 @@ SETTINGS = {
     "doca": None, "state_file": "/var/lib/gpuops/rdma_fabric/state.json", "perftest_peer": "", "perftest_min": None,
     "profile_ports": 2, "qos_units": ["gpuops-roce-qos-ens1f0np0.service"],
 }  # fmt: skip
-# os_facts' gpuops_os of a node that owns its kernel, read after a run that set everything up.
+# os_facts' gpuops_os of a node that owns its kernel, read after a run that set everything up (both network tools'
+# units, as preflight reads them).
 NODE = {
     "capabilities": {"own_kernel": True, "memlock_raisable": True},
     "limits": {"systemd_default_memlock": "infinity"},
     "units": {"systemd-networkd.service": {"enabled": True, "active": True},
+              "NetworkManager.service": {"enabled": True, "active": True},
               "gpuops-roce-qos-ens1f0np0.service": {"enabled": True, "active": True}},
 }  # fmt: skip
 READS = {
@@ -148,3 +150,20 @@ IB = {"name": "ibp1s0", "kind": "ipoib"}
 def test_the_network_tool_reads_the_interfaces_as_written(tool, seen, failures):
     settings = {"tool": tool, "interfaces": [IB, {"name": "ens1f0np0", "kind": "roce", "mtu": 9000}]}
     assert verify(settings, tool=seen)["failures"] == failures
+
+
+def test_a_read_of_more_than_verification_needs_is_judged_on_what_it_needs():
+    # Preflight's reads stand in for a second one where the run changed nothing: they cover both network tools' units
+    # and the OS tools' packages, which are neither enabled nor held here.
+    node = copy.deepcopy(NODE)
+    node["units"]["NetworkManager.service"] = {"enabled": False, "active": False}
+    packages = {**READS["packages"], "iproute2": {"installed": "6.1.0-3", "held": False}}
+    assert verify(node=node, packages=packages)["failures"] == []
+    # NetworkManager's node is judged on NetworkManager's unit; a wanted unit missing from the read is not enabled.
+    assert verify({"tool": "networkmanager"}, node=node, packages=packages)["failures"] == [
+        "not enabled: NetworkManager.service"
+    ]
+    del node["units"]["gpuops-roce-qos-ens1f0np0.service"]
+    assert verify(node=node)["failures"] == ["not enabled: gpuops-roce-qos-ens1f0np0.service"]
+    # A held package the read lacks is not installed.
+    assert verify(packages={"rdma-core": READS["packages"]["rdma-core"]})["failures"] == ["not installed: perftest"]
