@@ -1,0 +1,68 @@
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Runs on the controller: one stage decision (a module_utils function's result, computed by its filter in the
+task's arguments) becomes the task's registered result, and the task fails with every problem the decision names.
+
+One task where a stage used two (set_fact, then assert on its problems): the decision is evaluated once, its keys
+read as `<registered>.<key>` like a fact's, and a node with problems stops with all of them in one message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+# Keys Ansible reads from a task's result: a decision holding one would change what Ansible makes of the task.
+RESERVED = frozenset(
+    (
+        "ansible_facts",
+        "changed",
+        "deprecations",
+        "diff",
+        "exception",
+        "failed",
+        "invocation",
+        "msg",
+        "rc",
+        "results",
+        "skip_reason",
+        "skipped",
+        "stderr",
+        "stdout",
+        "unreachable",
+        "warnings",
+    )
+)
+
+
+def decision_result(decision):
+    """The task result for a decision: its keys and changed=false, failed with the joined problems when it has
+    any. A decision that is no mapping, lacks its problems list or holds a key Ansible reads is a caller's bug."""
+    if not isinstance(decision, Mapping):
+        raise AnsibleActionFail(f"decide: decision must be a mapping, not {type(decision).__name__}")
+    problems = decision.get("problems")
+    if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
+        raise AnsibleActionFail("decide: the decision's problems must be a list of strings")
+    reserved = sorted(RESERVED.intersection(decision) | {k for k in decision if str(k).startswith("_ansible")})
+    if reserved:
+        raise AnsibleActionFail(f"decide: the decision holds keys Ansible reads from a result: {', '.join(reserved)}")
+    result = dict(decision, changed=False)
+    if problems:
+        result.update(failed=True, msg=" | ".join(problems))
+    return result
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(("decision",))
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        _validation, args = self.validate_argument_spec(
+            argument_spec={"decision": {"type": "dict", "required": True}},
+        )
+        result.update(decision_result(args["decision"]))
+        return result

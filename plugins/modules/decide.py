@@ -1,0 +1,46 @@
+#!/usr/bin/python
+# Copyright: gpuops.bringup contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: decide
+short_description: Hold a stage's decision as the task's result, and fail with every problem it names
+version_added: 0.1.0
+description:
+  - Runs on the controller (an action plugin); connects to no host.
+  - The roles' decisions are module_utils functions, called through their filters in O(decision). This task makes
+    the decision the task's result (register it, then read its keys as C(<registered>.<key>)), with C(changed=false).
+  - Fails when the decision's C(problems) list is not empty, with every problem at once (joined by C( | )), so one
+    round of fixes clears the node.
+author: gpuops.bringup developers (@gpuops)
+options:
+  decision:
+    description:
+      - A mapping with a C(problems) list of strings, as every decision of the collection returns.
+      - Keys Ansible reads from a task's result (C(failed), C(changed), C(msg), C(results), C(skipped) and the like)
+        are refused, as they would change what Ansible makes of the task.
+    type: dict
+    required: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+  - gpuops.bringup.attributes.controller_check
+"""
+
+EXAMPLES = r"""
+- name: Work out the node's problems and the plan, and stop on any problem
+  gpuops.bringup.decide:
+    decision: "{{ ansible_facts.gpuops_os | gpuops.bringup.os_baseline_preflight(inventory_hostname, __settings) }}"
+  register: __os_baseline_preflight
+"""
+
+RETURN = r"""
+problems:
+  description: The decision's problems; empty, since the task fails otherwise.
+  returned: success
+  type: list
+  elements: str
+"""
