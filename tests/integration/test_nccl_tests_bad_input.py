@@ -167,4 +167,4 @@ def test_a_node_set_to_run_no_nccl_stage_leaves_it(tmp_path: Path, value: str, f
     else:
         assert proc.returncode == 0, proc.stdout[-3000:]
         assert re.search(r"localhost\s*: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0", proc.stdout)
-        assert "Check the node and the role's inputs" not in proc.stdout
+        assert "Work out and check the node's problems" not in proc.stdout
