@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 
+import pytest
 from preflight_harness import ROOT, unfold
 
 NODES = {"node-a": "192.0.2.1", "node-b": "192.0.2.2", "node-c": "192.0.2.3"}
@@ -75,15 +76,20 @@ def test_site_leaves_a_node_that_joins_no_cluster_out_of_the_kubernetes_stage_un
     assert recap["node-a"][1] <= recap["node-b"][1], output[-1500:]
 
 
-def test_site_refuses_a_bad_value_of_a_later_stage_before_stage_1(tmp_path):
-    """site.yml checks every stage's inputs in its first play: a bad value for stage 3 refuses its node there, before
-    stage 1's canary batch is contacted; the stages' own input plays then have no host (no result per node)."""
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("rdma_fabric_roce_dscp", "64"), ("nccl_tests_dir", "relative/nccl-tests")],
+)
+def test_site_refuses_a_bad_value_of_a_later_stage_before_stage_1(tmp_path, variable, value):
+    """site.yml checks every stage's inputs in its first play: a bad value for stage 3 (the fabric, the NCCL stage)
+    refuses its node there, before stage 1's canary batch is contacted; the stages' own input plays then have no host
+    (no result per node)."""
     hosts = {name: {"ansible_host": address} for name, address in NODES.items()}
-    hosts["node-c"]["rdma_fabric_roce_dscp"] = "64"
+    hosts["node-c"][variable] = value
     rack = {"rack_r1": {"hosts": dict.fromkeys(hosts)}, "pcie_l40s_4gpu": {"hosts": dict.fromkeys(hosts)}}
     status, output = run(tmp_path, hosts, rack, "playbooks/site.yml")
     assert status != 0, output[-3000:]
-    refused = output.find("node-c: rdma_fabric_roce_dscp")
+    refused = output.find(f"node-c: {variable}")
     first = output.find("PLAY [Inputs of every stage, before any stage changes a node]")
     canary = output.find("PLAY [Stage 1: OS baseline]")
     assert 0 <= first < refused < canary, output[-4000:]

@@ -29,6 +29,6 @@ def test_a_node_below_an_nccl_gate_goes_on_to_acceptance_in_site_yml_only():
     leave the run before it)."""
     defaults = yaml.safe_load((ROOT / "roles" / "nccl_tests" / "defaults" / "main.yml").read_text())
     assert defaults["nccl_tests_fail_on_gate"] is True
-    assert imports()["nccl_tests.yml"]["vars"] == {"nccl_tests_fail_on_gate": False}
+    assert imports()["nccl_tests.yml"]["vars"] == {"__stage_inputs_checked": True, "nccl_tests_fail_on_gate": False}
     acceptance = yaml.safe_load((ROOT / "roles" / "acceptance" / "defaults" / "main.yml").read_text())
     assert acceptance["acceptance_fail_unaccepted"] is True
