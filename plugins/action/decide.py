@@ -32,19 +32,25 @@ RESERVED = frozenset(
         "stderr",
         "stdout",
         "unreachable",
-        "warnings",
     )
 )
 
 
+def _strings(value):
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
 def decision_result(decision):
     """The task result for a decision: its keys and changed=false, failed with the joined problems when it has
-    any. A decision that is no mapping, lacks its problems list or holds a key Ansible reads is a caller's bug."""
+    any; its warnings (a list, where it has one) are Ansible's warnings, shown with the task. A decision that is no
+    mapping, lacks its problems list or holds another key Ansible reads is a caller's bug."""
     if not isinstance(decision, Mapping):
         raise AnsibleActionFail(f"decide: decision must be a mapping, not {type(decision).__name__}")
     problems = decision.get("problems")
-    if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
+    if not _strings(problems):
         raise AnsibleActionFail("decide: the decision's problems must be a list of strings")
+    if not _strings(decision.get("warnings", [])):
+        raise AnsibleActionFail("decide: the decision's warnings must be a list of strings")
     reserved = sorted(RESERVED.intersection(decision) | {k for k in decision if str(k).startswith("_ansible")})
     if reserved:
         raise AnsibleActionFail(f"decide: the decision holds keys Ansible reads from a result: {', '.join(reserved)}")

@@ -49,9 +49,12 @@ def reboot_reasons(*, node, cmdline, blacklist_nouveau):
 
 
 def preflight(*, host, node, variables):
-    """{problems, reboot_reasons} of one node from os_facts' gpuops_os and the role's variables (os_baseline_*,
-    gpuops_kubernetes_join), each problem naming the value and the fix."""
+    """{problems, warnings, reboot_reasons} of one node from os_facts' gpuops_os and the role's variables
+    (os_baseline_*, gpuops_kubernetes_join), each problem naming the value and the fix; warnings are what the
+    operator should know that stops nothing (the kernel guard's: a next boot into another kernel, a running kernel
+    no package provides)."""
     problems = []
+    warnings = []
     if not variables.get("os_baseline_disable_swap") and variables.get("gpuops_kubernetes_join"):
         problems.append(
             "os_baseline_disable_swap is false (swap kept) but gpuops_kubernetes_join is true: kubelet refuses to "
@@ -79,14 +82,27 @@ def preflight(*, host, node, variables):
             + f". Fix the entry, e.g. {REPOSITORY_EXAMPLE}."
         )
     kernel = _get(node, "kernel", default={})
-    if variables.get("os_baseline_kernel_drift_action") == "fail" and kernel.get("drift"):
+    own_kernel = _get(node, "capabilities", "own_kernel")
+    if kernel.get("drift") and variables.get("os_baseline_kernel_drift_action") == "fail":
         problems.append(
             f"{host} runs kernel {kernel.get('running')} but {kernel.get('newest')} is installed too, so the next "
             "boot changes kernel under DKMS, and os_baseline_kernel_drift_action is fail. Fix: reboot into "
             f"{kernel.get('newest')} (or remove it), or set os_baseline_kernel_drift_action: warn."
         )
+    elif kernel.get("drift"):
+        warnings.append(
+            f"{host} runs kernel {kernel.get('running')} but {kernel.get('newest')} is installed too: the next boot "
+            "changes kernel, and DKMS modules must be built for it. Reboot into it before installing the driver, or "
+            "remove it."
+        )
+    # A container's kernel is its host's: no package of the container provides it, and that is no finding.
+    if own_kernel and not kernel.get("running_installed", True):
+        warnings.append(
+            f"{host} runs kernel {kernel.get('running')}, which no installed package provides (installed: "
+            f"{', '.join(kernel.get('installed') or []) or 'none'}): the guard cannot hold it, and DKMS needs its "
+            "headers from wherever it was built."
+        )
     cmdline = variables.get("os_baseline_kernel_cmdline") or []
-    own_kernel = _get(node, "capabilities", "own_kernel")
     if cmdline and own_kernel and _get(node, "boot", "loader", default="none") == "none":
         problems.append(
             f"os_baseline_kernel_cmdline is {json.dumps(cmdline)} but {host} has no bootloader this role manages "
@@ -95,6 +111,7 @@ def preflight(*, host, node, variables):
         )
     return {
         "problems": problems,
+        "warnings": warnings,
         "reboot_reasons": reboot_reasons(
             node=node, cmdline=cmdline, blacklist_nouveau=bool(variables.get("os_baseline_blacklist_nouveau"))
         ),

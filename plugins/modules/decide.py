@@ -15,11 +15,14 @@ description:
     the decision the task's result (register it, then read its keys as C(<registered>.<key>)), with C(changed=false).
   - Fails when the decision's C(problems) list is not empty, with every problem at once (joined by C( | )), so one
     round of fixes clears the node.
+  - A decision's C(warnings) list (what the operator should know that stops nothing) becomes the task's warnings,
+    which Ansible shows with the task.
 author: gpuops.bringup developers (@gpuops)
 options:
   decision:
     description:
-      - A mapping with a C(problems) list of strings, as every decision of the collection returns.
+      - A mapping with a C(problems) list of strings, as every decision of the collection returns, and optionally a
+        C(warnings) list of strings.
       - Keys Ansible reads from a task's result (C(failed), C(changed), C(msg), C(results), C(skipped) and the like)
         are refused, as they would change what Ansible makes of the task.
     type: dict

@@ -68,6 +68,17 @@ def test_problems_fail_their_host_alone_with_every_problem(tmp_path, ansible_env
     assert stats["n1"]["failures"] == 1 and stats["n2"]["failures"] == 0
 
 
+def test_a_decisions_warnings_are_ansibles_and_fail_nothing(tmp_path, ansible_env):
+    warning = "n1 runs kernel 6.1.0-40-amd64 but 6.1.0-41-amd64 is installed too"
+    rc, tasks, _stats = play(
+        tmp_path, ansible_env, {"n1": {"problems": [], "warnings": [warning], "plan": {"steps": []}}}
+    )
+    assert rc == 0
+    result = tasks[0]["hosts"]["n1"]
+    assert not result.get("failed")
+    assert [str(w) for w in result["warnings"]] == [warning]
+
+
 @pytest.mark.parametrize(
     ("decision", "message"),
     [
@@ -77,6 +88,7 @@ def test_problems_fail_their_host_alone_with_every_problem(tmp_path, ansible_env
         ({"plan": {}}, "the decision's problems must be a list of strings"),
         ({"problems": "one"}, "the decision's problems must be a list of strings"),
         ({"problems": [None]}, "the decision's problems must be a list of strings"),
+        ({"problems": [], "warnings": "one"}, "the decision's warnings must be a list of strings"),
         ([], "decision must be a mapping, not list"),
     ],
 )
@@ -96,3 +108,4 @@ def test_a_misread_decision_fails_the_task_through_ansible(tmp_path, ansible_env
 def test_the_result_is_the_decision_and_unchanged():
     assert decision_result({"problems": [], "a": 1}) == {"problems": [], "a": 1, "changed": False}
     assert decision_result({"problems": ["p"]}) == {"problems": ["p"], "changed": False, "failed": True, "msg": "p"}
+    assert decision_result({"problems": [], "warnings": ["w"]}) == {"problems": [], "warnings": ["w"], "changed": False}

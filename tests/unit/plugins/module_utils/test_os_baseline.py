@@ -35,7 +35,7 @@ def preflight(state=None, **variables):
 
 
 def test_a_node_as_wanted_has_no_problem_and_needs_no_reboot():
-    assert preflight() == {"problems": [], "reboot_reasons": []}
+    assert preflight() == {"problems": [], "warnings": [], "reboot_reasons": []}
 
 
 def test_every_problem_at_once_each_with_its_fix():
@@ -83,12 +83,31 @@ def test_swap_may_stay_on_outside_kubernetes():
     assert preflight(os_baseline_disable_swap=False, gpuops_kubernetes_join=False)["problems"] == []
 
 
-def test_drift_fails_only_when_asked_to():
-    state = node(kernel__drift=True)
-    assert preflight(state)["problems"] == []
-    assert (
-        "os_baseline_kernel_drift_action is fail"
-        in preflight(state, os_baseline_kernel_drift_action="fail")["problems"][0]
+def test_drift_fails_only_when_asked_to_and_warns_otherwise():
+    state = node(kernel__drift=True, kernel__newest="6.1.0-41-amd64")
+    warned = preflight(state)
+    assert warned["problems"] == []
+    assert warned["warnings"] == [
+        "n1 runs kernel 6.1.0-40-amd64 but 6.1.0-41-amd64 is installed too: the next boot changes kernel, and DKMS "
+        "modules must be built for it. Reboot into it before installing the driver, or remove it."
+    ]
+    failed = preflight(state, os_baseline_kernel_drift_action="fail")
+    assert "os_baseline_kernel_drift_action is fail" in failed["problems"][0]
+    assert failed["warnings"] == []
+
+
+@pytest.mark.parametrize(("own_kernel", "warned"), [(True, True), (False, False)])
+def test_a_running_kernel_no_package_provides_is_a_warning_where_the_node_owns_its_kernel(own_kernel, warned):
+    """A container's kernel is its host's: that no package of the container provides it is no finding."""
+    state = node(kernel__running_installed=False, kernel__installed=["6.1.0-39-amd64"],
+                 capabilities__own_kernel=own_kernel)  # fmt: skip
+    expected = [
+        "n1 runs kernel 6.1.0-40-amd64, which no installed package provides (installed: 6.1.0-39-amd64): the guard "
+        "cannot hold it, and DKMS needs its headers from wherever it was built."
+    ]
+    assert preflight(state)["warnings"] == (expected if warned else [])
+    assert preflight(node(kernel__running_installed=False, kernel__installed=[]))["warnings"][0].startswith(
+        "n1 runs kernel 6.1.0-40-amd64, which no installed package provides (installed: none)"
     )
 
 
@@ -108,7 +127,11 @@ def test_repository_problems_are_numbered_by_entry():
 
 def test_a_container_needs_no_reboot_and_no_bootloader():
     state = node(capabilities__own_kernel=False, boot__loader="none", kernel_modules__nouveau="loaded")
-    assert preflight(state, os_baseline_kernel_cmdline=["absent=1"]) == {"problems": [], "reboot_reasons": []}
+    assert preflight(state, os_baseline_kernel_cmdline=["absent=1"]) == {
+        "problems": [],
+        "warnings": [],
+        "reboot_reasons": [],
+    }
 
 
 @pytest.mark.parametrize(
