@@ -19,7 +19,7 @@ def cuda_toolkit_preflight(node, host, variables, supported):
 
 
 def cuda_toolkit_plan(packages, versions, default, table, host):
-    """{problem, toolkits, default}: the toolkits the source installs, at which versions, under which CUDA roots."""
+    """{problems, toolkits, default}: the toolkits the source installs, at which versions, under which CUDA roots."""
     return cuda_toolkit.distribution_plan(
         mapping(packages, "package_info's packages", "cuda_toolkit_plan"),
         plain(versions),
@@ -30,7 +30,7 @@ def cuda_toolkit_plan(packages, versions, default, table, host):
 
 
 def cuda_toolkit_repository_plan(index, packages, versions, default, table, host):
-    """{problem, toolkits, default}: the cuda-toolkit-X-Y packages NVIDIA's CUDA repository installs, at which
+    """{problems, toolkits, default}: the cuda-toolkit-X-Y packages NVIDIA's CUDA repository installs, at which
     versions, under which /usr/local/cuda-X.Y."""
     return cuda_toolkit.repository_plan(
         mapping(index, "repository_index's packages", "cuda_toolkit_repository_plan"),

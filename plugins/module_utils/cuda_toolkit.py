@@ -488,7 +488,7 @@ def distribution_plan(packages, versions, default, table, host):
 
     packages: package_info's result for the table's package. versions: cuda_toolkit_versions ([] for the one the
     source carries). table: the OS's layout (where, package, held, root with {version}, nvcc, links with
-    {multiarch}, multiarch, executables_of). Returns {"problem", "toolkits": [{version, major_minor, release, nvcc,
+    {multiarch}, multiarch, executables_of). Returns {"problems", "toolkits": [{version, major_minor, release, nvcc,
     package, package_version, held, root, links, executables_of, nvcc_binary, priority, min_driver}], "default"};
     default is the root /usr/local/cuda points at.
     """
@@ -552,7 +552,7 @@ def distribution_plan(packages, versions, default, table, host):
         "priority": int(release["major_minor"].replace(".", "")),
         "min_driver": gpu_catalog.cuda_min_driver(release["release"]),
     }
-    return {"problem": None, "toolkits": [toolkit], "default": default_root([toolkit], default)}
+    return {"problems": [], "toolkits": [toolkit], "default": default_root([toolkit], default)}
 
 
 def repository_plan(index, packages, versions, default, table, host):
@@ -561,7 +561,7 @@ def repository_plan(index, packages, versions, default, table, host):
     index: repository_index's packages ({cuda-toolkit-12-2: [Debian versions]}, read without adding the repository).
     packages: package_info's result for the same names (what is installed, and held). versions: cuda_toolkit_versions
     (input_problems has refused an empty list and a minor named twice). table: the OS's layout (where, root with
-    {version}; manager: dnf orders versions as rpm does, else as dpkg). Returns {"problem", "toolkits", "default"} as
+    {version}; manager: dnf orders versions as rpm does, else as dpkg). Returns {"problems", "toolkits", "default"} as
     distribution_plan does; a toolkit's nvcc (its exact version) is null: NVIDIA names it by another package's
     version, and verify checks the release nvcc reports.
     """
@@ -605,7 +605,7 @@ def repository_plan(index, packages, versions, default, table, host):
             # Whether the package manager knows it yet (the repository configured by an earlier run): it can simulate.
             "known": chosen in (info.get("available") or []),
         })  # fmt: skip
-    return {"problem": None, "toolkits": toolkits, "default": default_root(toolkits, default)}
+    return {"problems": [], "toolkits": toolkits, "default": default_root(toolkits, default)}
 
 
 def root_paths(plan, executables):
@@ -705,7 +705,8 @@ def _newest(releases):
 
 
 def _problem(text):
-    return {"problem": text, "toolkits": [], "default": None}
+    # One problem: each one found ends the plan (no toolkit to plan beyond it).
+    return {"problems": [text], "toolkits": [], "default": None}
 
 
 def driver_problem(plan, facts, host):

@@ -273,7 +273,7 @@ def test_newest_cuda_a_branch_runs(branch, newest):
 
 def test_distribution_plan_resolves_the_carried_release():
     plan = cuda_toolkit.distribution_plan(info(TRIXIE), ["12.4"], "", LAYOUT, "n1")
-    assert plan["problem"] is None
+    assert plan["problems"] == []
     assert plan["default"] == "/usr/local/lib/gpuops/cuda-12.4"
     assert plan["toolkits"] == [
         {
@@ -323,7 +323,8 @@ def test_distribution_plan_keeps_the_installed_version_and_defaults_to_the_one_c
 )  # fmt: skip
 def test_distribution_plan_problems(packages, versions, expected):
     plan = cuda_toolkit.distribution_plan(packages, versions, "", LAYOUT, "n1")
-    assert expected in plan["problem"]
+    (problem,) = plan["problems"]
+    assert expected in problem
     assert plan["toolkits"] == []
 
 
@@ -508,7 +509,7 @@ REPO = {"where": "NVIDIA's CUDA repository (debian12)", "root": "/usr/local/cuda
 
 def test_repository_plan_installs_each_minor_under_its_own_root():
     plan = cuda_toolkit.repository_plan(INDEX, {}, ["11.8", "12.2"], "11.8", REPO, "n1")
-    assert plan["problem"] is None
+    assert plan["problems"] == []
     assert [(t["package"], t["package_version"], t["release"], t["root"], t["priority"], t["min_driver"], t["held"])
             for t in plan["toolkits"]] == [
         ("cuda-toolkit-11-8", "11.8.0-1", "11.8.0", "/usr/local/cuda-11.8", 118, "520.61.05", ["cuda-toolkit-11-8"]),
@@ -542,7 +543,8 @@ def test_repository_plan_pins_an_update_and_keeps_the_installed_version():
 def test_repository_plan_problems(versions, expected):
     plan = cuda_toolkit.repository_plan(INDEX, {}, versions, "", REPO, "n1")
     assert plan["toolkits"] == []
-    assert expected in plan["problem"]
+    (problem,) = plan["problems"]
+    assert expected in problem
 
 
 def test_verify_checks_an_nvidia_toolkit_by_the_release_its_nvcc_reports():
