@@ -565,6 +565,38 @@ def reboot_plan(os_state, pci_facts, loaded, plan, flavor, targets):
     return {"live": not reasons, "required": bool(reasons), "reasons": reasons, "unload": unload}
 
 
+def daemon_steps(units, wanted, persistenced_unit, live, reread):
+    """What configure does to the driver's daemons (nvidia-persistenced, fabric manager, DCGM), from preflight's read
+    of their units: {enable, reset_failed, disable_persistenced}.
+
+    units: os_facts' units ({unit: {exists, active, enabled, failed}}). wanted: the units of the daemons this node
+    runs, each enabled, and started where the driver runs now (live). reread: whether the run installs packages or
+    upgrades the driver first: their maintainer scripts may add, enable, start or fail units after the read, so
+    every wanted unit is put right (enable: all of them) and their failed state is read again (reset_failed: None).
+    Otherwise the read is their state: enable lists the wanted units not enabled, or not active where live;
+    reset_failed the failed ones where the driver is not live (they cannot run without it: a container's restart
+    leaves them failed). disable_persistenced: nvidia-persistenced not wanted, there, and enabled or active (after an
+    install, whatever the read said of those).
+    """
+
+    def state(unit):
+        return units.get(unit) or {}
+
+    persistenced = state(persistenced_unit)
+    disable = (
+        persistenced_unit not in wanted
+        and bool(persistenced.get("exists"))
+        and (reread or bool(persistenced.get("enabled") or persistenced.get("active")))
+    )
+    if reread:
+        return {"enable": list(wanted), "reset_failed": None, "disable_persistenced": disable}
+    return {
+        "enable": [u for u in wanted if not state(u).get("enabled") or (live and not state(u).get("active"))],
+        "reset_failed": [] if live else [u for u in wanted if state(u).get("failed")],
+        "disable_persistenced": disable,
+    }
+
+
 # Fabric manager's Debian package: one package per branch up to R575 (nvidia-fabricmanager-535, NVIDIA's
 # apt-packaging-fabric-manager debian/templates/control.in); from R580 one package, nvidia-fabricmanager, which
 # provides nvidia-fabricmanager-<branch> (NVIDIA/gpu-driver-container PR #451: "nvidia-fabricmanager-580 is a

@@ -311,13 +311,15 @@ def packages_preflight(*, host, node, pci, driver, packages, index, resolved, va
     node: os_facts' gpuops_os; pci: pci_facts' pci; driver: nvidia_driver_facts' nvidia_driver; packages:
     package_info's packages; index: repository_index's result (read where resolved says the node needs NVIDIA's
     repository); resolved: preflight()'s result, without problems; values: the role's variables (nvidia_driver_*) and
-    gpuops_mirror_url; data: {persistenced_package, kubelet_unit}.
+    gpuops_mirror_url; data: {persistenced_package, kubelet_unit, persistenced_unit, daemon_units: the units of the
+    daemons this node runs}.
 
     Returns problems and: plan (driver_plan.choose_packages' plan with fabric manager's and DCGM's packages joined),
     fabricmanager and dcgm (choose_fabricmanager's and choose_dcgm's results, None where not needed), kernels
     (kernel_targets' result), obstacles (install_problems' result), packages_pending (packages_pending()' answer:
     whether the install's package steps have anything to do), reboot (reboot_plan's result), upgrade ({from, to} or
-    None) and drain_mode (kubernetes, hook or none).
+    None), drain_mode (kubernetes, hook or none) and daemons (daemon_steps' result: what configure does to the
+    daemons' units).
     """
     problems = []
     manager = resolved["manager"]
@@ -435,10 +437,18 @@ def packages_preflight(*, host, node, pci, driver, packages, index, resolved, va
     pending = bool(plan) and driver_plan.packages_pending(
         plan, kernels, packages, driver.get("dkms") or [], manager, bool(upgrade or obstacles["purge"])
     )
+    daemons = driver_plan.daemon_steps(
+        node.get("units") or {},
+        data["daemon_units"],
+        data["persistenced_unit"],
+        bool(reboot and reboot["live"]),
+        pending or bool(upgrade),
+    )
     return {
         "problems": problems,
         "plan": plan,
         "packages_pending": pending,
+        "daemons": daemons,
         "fabricmanager": fabricmanager,
         "dcgm": dcgm,
         "kernels": kernels,

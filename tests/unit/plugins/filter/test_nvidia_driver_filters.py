@@ -36,7 +36,12 @@ PREFLIGHT_VALUES = {"nvidia_driver_source": TaggedStr("distribution"), "nvidia_d
                     "nvidia_driver_drain": TaggedStr("auto")}  # fmt: skip
 PREFLIGHT_DATA = {"supported": {"distribution": {"debian": ["13"]}}, "tables": {"distribution": TABLE},
                   "cuda_repo_os": "debian12", "cuda_repo_key": {"file": "3bf863cc.pub"}}  # fmt: skip
-DATA = {"persistenced_package": "nvidia-persistenced", "kubelet_unit": "kubelet.service"}
+DATA = {
+    "persistenced_package": "nvidia-persistenced",
+    "kubelet_unit": "kubelet.service",
+    "persistenced_unit": "nvidia-persistenced.service",
+    "daemon_units": ["nvidia-persistenced.service"],
+}
 
 
 def test_nvidia_driver_preflight_through_jinja_types():

@@ -659,3 +659,75 @@ def test_a_reinstall_or_dnf_always_runs_the_steps():
     records = dkms_installed(*BOTH)
     assert driver_plan.packages_pending(PENDING_PLAN, PENDING_KERNELS, pending_info(), records, reinstall=True)
     assert driver_plan.packages_pending(PENDING_PLAN, PENDING_KERNELS, pending_info(), records, manager="dnf")
+
+
+# The driver's daemons as os_facts reads their units.
+PERSISTENCED_UNIT = "nvidia-persistenced.service"
+FABRICMANAGER_UNIT = "nvidia-fabricmanager.service"
+
+
+def unit_read(exists=True, enabled=True, active=False, failed=False):
+    return {"exists": exists, "enabled": enabled, "active": active, "failed": failed}
+
+
+def test_converged_daemons_of_a_node_without_a_live_driver_need_nothing():
+    units = {PERSISTENCED_UNIT: unit_read(), FABRICMANAGER_UNIT: unit_read()}
+    steps = driver_plan.daemon_steps(units, [PERSISTENCED_UNIT, FABRICMANAGER_UNIT], PERSISTENCED_UNIT, False, False)
+    assert steps == {"enable": [], "reset_failed": [], "disable_persistenced": False}
+
+
+@pytest.mark.parametrize(
+    ("state", "live", "enable"),
+    [
+        (unit_read(enabled=False), False, [FABRICMANAGER_UNIT]),
+        (unit_read(enabled=True, active=False), True, [FABRICMANAGER_UNIT]),
+        (unit_read(enabled=True, active=True), True, []),
+        (unit_read(enabled=True, active=False), False, []),
+        (unit_read(exists=False, enabled=False), False, [FABRICMANAGER_UNIT]),
+        (None, False, [FABRICMANAGER_UNIT]),
+    ],
+)
+def test_a_daemon_is_enabled_where_it_is_not_and_started_where_the_driver_is_live(state, live, enable):
+    units = {PERSISTENCED_UNIT: unit_read(active=live)} | ({FABRICMANAGER_UNIT: state} if state is not None else {})
+    steps = driver_plan.daemon_steps(units, [PERSISTENCED_UNIT, FABRICMANAGER_UNIT], PERSISTENCED_UNIT, live, False)
+    assert steps["enable"] == enable
+
+
+@pytest.mark.parametrize(("live", "reset"), [(False, [FABRICMANAGER_UNIT]), (True, [])])
+def test_a_failed_daemon_is_reset_only_where_the_driver_cannot_run_it(live, reset):
+    units = {PERSISTENCED_UNIT: unit_read(active=live), FABRICMANAGER_UNIT: unit_read(failed=True)}
+    steps = driver_plan.daemon_steps(units, [PERSISTENCED_UNIT, FABRICMANAGER_UNIT], PERSISTENCED_UNIT, live, False)
+    assert steps["reset_failed"] == reset
+
+
+def test_after_an_install_every_daemon_is_put_right_and_read_again():
+    """The packages' maintainer scripts may add, enable, start or fail units after preflight's read."""
+    units = {PERSISTENCED_UNIT: unit_read(), FABRICMANAGER_UNIT: unit_read(failed=True)}
+    steps = driver_plan.daemon_steps(units, [PERSISTENCED_UNIT, FABRICMANAGER_UNIT], PERSISTENCED_UNIT, False, True)
+    assert steps == {
+        "enable": [PERSISTENCED_UNIT, FABRICMANAGER_UNIT],
+        "reset_failed": None,
+        "disable_persistenced": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("state", "reread", "disable"),
+    [
+        (unit_read(enabled=True), False, True),
+        (unit_read(enabled=False, active=True), False, True),
+        (unit_read(enabled=False, active=False), False, False),
+        (unit_read(enabled=False, active=False), True, True),
+        (unit_read(exists=False, enabled=False), True, False),
+    ],
+)
+def test_an_unwanted_persistenced_is_disabled_where_it_runs_or_starts_at_boot(state, reread, disable):
+    steps = driver_plan.daemon_steps({PERSISTENCED_UNIT: state}, [FABRICMANAGER_UNIT], PERSISTENCED_UNIT, False, reread)
+    assert steps["disable_persistenced"] is disable
+
+
+def test_a_wanted_persistenced_is_never_disabled():
+    steps = driver_plan.daemon_steps(
+        {PERSISTENCED_UNIT: unit_read(enabled=True)}, [PERSISTENCED_UNIT], PERSISTENCED_UNIT, False, True
+    )
+    assert steps["disable_persistenced"] is False

@@ -422,7 +422,12 @@ NODE = {
     "units": {"kubelet.service": {"exists": False}},
 }
 DRIVER = {"kernels": {}, "loaded": {"version": None, "flavor": None, "modules": []}, "runfile": {"installed": False}}
-DATA = {"persistenced_package": "nvidia-persistenced", "kubelet_unit": "kubelet.service"}
+DATA = {
+    "persistenced_package": "nvidia-persistenced",
+    "kubelet_unit": "kubelet.service",
+    "persistenced_unit": "nvidia-persistenced.service",
+    "daemon_units": ["nvidia-persistenced.service"],
+}
 
 
 def captured(policy="trixie-tesla-535-installed.policy.txt", installed=False):
