@@ -167,6 +167,18 @@ def parse_dpkg_query(text):
     return packages
 
 
+def unheld(names, packages):
+    """The names a package_hold task still has to hold, in their order: each one package_info (packages: its
+    packages, {name: {held, ...}}) or os_facts (packages: the list of held names) did not find installed and held.
+    Empty: holding them changes nothing, and the task need not run."""
+    held = (
+        {name for name, entry in packages.items() if (entry or {}).get("held")}
+        if isinstance(packages, dict)
+        else set(packages)
+    )
+    return [name for name in names if name not in held]
+
+
 def parse_rpm_query(text):
     """Parse `rpm -qa --qf '%{NAME}\\t%{VERSION}-%{RELEASE}.%{ARCH}\\n'` into name -> versions, oldest first.
 

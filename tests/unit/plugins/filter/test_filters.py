@@ -207,6 +207,38 @@ def test_apt_pending_names_a_wrong_argument(specs, read, message):
         PACKAGES["apt_pending"](specs, read)
 
 
+@pytest.mark.parametrize(
+    ("read", "left"),
+    [
+        # package_info's packages: held only where installed and held.
+        ({"a": {"installed": "1", "held": True}, "b": {"installed": "1", "held": False}}, ["b", "c"]),
+        ({"a": {"held": True}, "b": {"held": True}, "c": {"held": True}}, []),
+        ({"a": None}, ["a", "b", "c"]),
+        ({}, ["a", "b", "c"]),
+        # os_facts' packages.held: the held names.
+        (["c", "a"], ["b"]),
+        ([], ["a", "b", "c"]),
+    ],
+)
+def test_package_unheld_keeps_what_a_hold_task_would_change(read, left):
+    unheld = PACKAGES["package_unheld"]([TaggedStr("a"), "b", "c"], read)
+    assert unheld == left
+    assert not any(isinstance(name, TaggedStr) for name in unheld)
+
+
+@pytest.mark.parametrize(
+    ("names", "read", "message"),
+    [
+        ("a", {}, "gpuops.bringup.package_unheld needs package names (a list), got str"),
+        (["a"], None, "gpuops.bringup.package_unheld needs package_info's packages (a mapping) or os_facts' "
+                      "packages.held (a list), got NoneType"),
+    ],
+)  # fmt: skip
+def test_package_unheld_names_a_wrong_argument(names, read, message):
+    with pytest.raises(AnsibleFilterError, match=rf"^{re.escape(message)}$"):
+        PACKAGES["package_unheld"](names, read)
+
+
 def test_the_pair_nodes_and_members_from_hostvars():
     """nccl_tests_pairs as a boolean or as a string from the command line; each member's rack, address and gate."""
     from ansible_collections.gpuops.bringup.plugins.filter import nccl_tests
