@@ -215,7 +215,8 @@ def configuration_steps(*, node, settings, changed_paths):
     and clock are its host's) are never asked for.
 
     {initramfs, grub, load_modules (list), sysctl, reexec, swap_fstab (swap entries to comment out of /etc/fstab),
-    swapoff (swap to turn off now), restart_chrony, cmdline_changed (the running kernel's arguments are stale until a
+    swapoff (swap to turn off now), restart_chrony, chrony (whether chrony's unit needs enabling, starting where the
+    node may set its clock, or the restart), cmdline_changed (the running kernel's arguments are stale until a
     reboot), apply (whether any step from initramfs to swapoff is needed: the role's apply.yml runs them)}.
     """
     files = settings["files"]
@@ -252,12 +253,20 @@ def configuration_steps(*, node, settings, changed_paths):
         "swap_fstab": bool(settings["disable_swap"] and swap.get("fstab")),
         "swapoff": bool(settings["disable_swap"] and caps.get("swap_controllable") and swap.get("active")),
     }
+    restart_chrony = (
+        bool(caps.get("clock_settable")) and settings["chrony"] is not None and files["chrony"] in changed_paths
+    )
+    chrony = _get(node, "units", settings["chrony_service"], default={})
     return {
         **steps,
         "apply": any(steps.values()),
-        "restart_chrony": bool(caps.get("clock_settable"))
-        and settings["chrony"] is not None
-        and files["chrony"] in changed_paths,
+        "restart_chrony": restart_chrony,
+        "chrony": settings["chrony"] is not None
+        and (
+            restart_chrony
+            or not chrony.get("enabled")
+            or (bool(caps.get("clock_settable")) and not chrony.get("active"))
+        ),
         "cmdline_changed": own_kernel and grub_changed,
     }
 

@@ -244,7 +244,7 @@ def steps(state=None, changed=(), **settings):
 
 
 NOTHING = {"initramfs": False, "grub": False, "load_modules": [], "sysctl": False, "reexec": False,
-           "swap_fstab": False, "swapoff": False, "apply": False, "restart_chrony": False,
+           "swap_fstab": False, "swapoff": False, "apply": False, "restart_chrony": False, "chrony": False,
            "cmdline_changed": False}  # fmt: skip
 # The steps apply.yml takes: any of them makes the role include it.
 APPLIED = ("initramfs", "grub", "load_modules", "sysctl", "reexec", "swap_fstab", "swapoff")
@@ -261,7 +261,7 @@ def test_a_converged_node_needs_no_step():
         (["grub"], {"grub": True, "cmdline_changed": True}),
         (["sysctl"], {"sysctl": True}),
         (["systemd"], {"reexec": True}),
-        (["chrony"], {"restart_chrony": True}),
+        (["chrony"], {"restart_chrony": True, "chrony": True}),
         # Written by the modules-load file alone, the limits for users: their next boot and login read them.
         (["modules", "limits"], {}),
     ],
@@ -316,6 +316,26 @@ def test_a_container_takes_only_the_steps_its_own_files_need():
     everything = ["nouveau", "grub", "sysctl", "systemd", "chrony"]
     assert steps(state, changed=everything) == {**NOTHING, "initramfs": True, "reexec": True, "apply": True}
     assert steps(state) == NOTHING
+
+
+@pytest.mark.parametrize(
+    ("unit", "clock_settable", "wanted"),
+    [
+        ({"enabled": True, "active": True}, True, False),
+        ({"enabled": False, "active": True}, True, True),
+        ({"enabled": True, "active": False}, True, True),
+        # A container's clock is its host's: chrony is enabled there, never started.
+        ({"enabled": True, "active": False}, False, False),
+        ({"enabled": False, "active": False}, False, True),
+        # Not installed yet (the install step comes first): the read found no unit.
+        (None, True, True),
+    ],
+)
+def test_chrony_is_put_right_only_where_its_unit_differs(unit, clock_settable, wanted):
+    state = converged(units={"chrony.service": unit} if unit else {}, capabilities__clock_settable=clock_settable)
+    assert steps(state)["chrony"] is wanted
+    # Time sync switched off: chrony is left alone.
+    assert steps(state, chrony=None)["chrony"] is False
 
 
 def test_switched_off_settings_ask_for_nothing_of_their_own():
