@@ -567,7 +567,7 @@ def reboot_plan(os_state, pci_facts, loaded, plan, flavor, targets):
 
 def daemon_steps(units, wanted, persistenced_unit, live, reread):
     """What configure does to the driver's daemons (nvidia-persistenced, fabric manager, DCGM), from preflight's read
-    of their units: {enable, reset_failed, disable_persistenced}.
+    of their units: {enable, reset_failed, disable_persistenced, act}.
 
     units: os_facts' units ({unit: {exists, active, enabled, failed}}). wanted: the units of the daemons this node
     runs, each enabled, and started where the driver runs now (live). reread: whether the run installs packages or
@@ -576,7 +576,8 @@ def daemon_steps(units, wanted, persistenced_unit, live, reread):
     Otherwise the read is their state: enable lists the wanted units not enabled, or not active where live;
     reset_failed the failed ones where the driver is not live (they cannot run without it: a container's restart
     leaves them failed). disable_persistenced: nvidia-persistenced not wanted, there, and enabled or active (after an
-    install, whatever the read said of those).
+    install, whatever the read said of those). act: whether any of that is to be done (configure skips the daemons'
+    steps as one where not).
     """
 
     def state(unit):
@@ -589,11 +590,14 @@ def daemon_steps(units, wanted, persistenced_unit, live, reread):
         and (reread or bool(persistenced.get("enabled") or persistenced.get("active")))
     )
     if reread:
-        return {"enable": list(wanted), "reset_failed": None, "disable_persistenced": disable}
+        return {"enable": list(wanted), "reset_failed": None, "disable_persistenced": disable, "act": True}
+    enable = [u for u in wanted if not state(u).get("enabled") or (live and not state(u).get("active"))]
+    reset_failed = [] if live else [u for u in wanted if state(u).get("failed")]
     return {
-        "enable": [u for u in wanted if not state(u).get("enabled") or (live and not state(u).get("active"))],
-        "reset_failed": [] if live else [u for u in wanted if state(u).get("failed")],
+        "enable": enable,
+        "reset_failed": reset_failed,
         "disable_persistenced": disable,
+        "act": bool(enable or reset_failed or disable),
     }
 
 

@@ -673,7 +673,7 @@ def unit_read(exists=True, enabled=True, active=False, failed=False):
 def test_converged_daemons_of_a_node_without_a_live_driver_need_nothing():
     units = {PERSISTENCED_UNIT: unit_read(), FABRICMANAGER_UNIT: unit_read()}
     steps = driver_plan.daemon_steps(units, [PERSISTENCED_UNIT, FABRICMANAGER_UNIT], PERSISTENCED_UNIT, False, False)
-    assert steps == {"enable": [], "reset_failed": [], "disable_persistenced": False}
+    assert steps == {"enable": [], "reset_failed": [], "disable_persistenced": False, "act": False}
 
 
 @pytest.mark.parametrize(
@@ -691,6 +691,7 @@ def test_a_daemon_is_enabled_where_it_is_not_and_started_where_the_driver_is_liv
     units = {PERSISTENCED_UNIT: unit_read(active=live)} | ({FABRICMANAGER_UNIT: state} if state is not None else {})
     steps = driver_plan.daemon_steps(units, [PERSISTENCED_UNIT, FABRICMANAGER_UNIT], PERSISTENCED_UNIT, live, False)
     assert steps["enable"] == enable
+    assert steps["act"] is (enable != [])
 
 
 @pytest.mark.parametrize(("live", "reset"), [(False, [FABRICMANAGER_UNIT]), (True, [])])
@@ -698,6 +699,9 @@ def test_a_failed_daemon_is_reset_only_where_the_driver_cannot_run_it(live, rese
     units = {PERSISTENCED_UNIT: unit_read(active=live), FABRICMANAGER_UNIT: unit_read(failed=True)}
     steps = driver_plan.daemon_steps(units, [PERSISTENCED_UNIT, FABRICMANAGER_UNIT], PERSISTENCED_UNIT, live, False)
     assert steps["reset_failed"] == reset
+    # Either way there is a step: the reset, or where the driver is live starting the failed unit.
+    assert steps["act"] is True
+    assert steps["enable"] == ([FABRICMANAGER_UNIT] if live else [])
 
 
 def test_after_an_install_every_daemon_is_put_right_and_read_again():
@@ -708,6 +712,7 @@ def test_after_an_install_every_daemon_is_put_right_and_read_again():
         "enable": [PERSISTENCED_UNIT, FABRICMANAGER_UNIT],
         "reset_failed": None,
         "disable_persistenced": False,
+        "act": True,
     }
 
 
@@ -722,8 +727,11 @@ def test_after_an_install_every_daemon_is_put_right_and_read_again():
     ],
 )
 def test_an_unwanted_persistenced_is_disabled_where_it_runs_or_starts_at_boot(state, reread, disable):
-    steps = driver_plan.daemon_steps({PERSISTENCED_UNIT: state}, [FABRICMANAGER_UNIT], PERSISTENCED_UNIT, False, reread)
+    units = {PERSISTENCED_UNIT: state, FABRICMANAGER_UNIT: unit_read()}
+    steps = driver_plan.daemon_steps(units, [FABRICMANAGER_UNIT], PERSISTENCED_UNIT, False, reread)
     assert steps["disable_persistenced"] is disable
+    # Fabric manager is converged: the disable is the only step, but after an install every step runs.
+    assert steps["act"] is (disable or reread)
 
 
 def test_a_wanted_persistenced_is_never_disabled():
