@@ -317,7 +317,8 @@ def packages_preflight(*, host, node, pci, driver, packages, index, resolved, va
     Returns problems and: plan (driver_plan.choose_packages' plan with fabric manager's and DCGM's packages joined),
     fabricmanager and dcgm (choose_fabricmanager's and choose_dcgm's results, None where not needed), kernels
     (kernel_targets' result), obstacles (install_problems' result), packages_pending (packages_pending()' answer:
-    whether the install's package steps have anything to do), reboot (reboot_plan's result), upgrade ({from, to} or
+    whether the install's package steps have anything to do), reboot (reboot_plan's result), reboot_reasons (its
+    reasons where it requires a reboot, else empty: the reboot contract's gate reads them), upgrade ({from, to} or
     None), drain_mode (kubernetes, hook or none) and daemons (daemon_steps' result: what configure does to the
     daemons' units).
     """
@@ -454,6 +455,8 @@ def packages_preflight(*, host, node, pci, driver, packages, index, resolved, va
         "kernels": kernels,
         "obstacles": obstacles,
         "reboot": reboot,
+        # For the reboot contract's gate (the decide action): why installing the driver needs a reboot.
+        "reboot_reasons": list(reboot["reasons"]) if reboot and reboot["required"] else [],
         "upgrade": upgrade,
         "drain_mode": drain,
     }

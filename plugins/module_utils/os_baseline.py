@@ -4,8 +4,8 @@
 
 preflight: every problem of a node at once, and why its changes will need a reboot. A node with problems is refused
 with all of them in one message, so one round of fixes clears it; the reboot reasons feed the reboot contract's gate
-(_common/tasks/reboot_gate.yml), which comes after the problems: an operator is never asked to allow a reboot for a
-node that would be refused anyway.
+(module_utils reboot.gate, applied by the decide action), which comes after the problems: an operator is never
+asked to allow a reboot for a node that would be refused anyway.
 configuration_paths: the configuration files (and their absence) in one managed_paths call. configuration_steps: what
 the node needs after that call (initramfs, GRUB, modprobe, sysctl, systemd re-exec, chrony restart), from what it
 changed and from what the read found undone by an earlier, failed run. verify_problems: the live state after the

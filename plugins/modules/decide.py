@@ -27,6 +27,27 @@ options:
         are refused, as they would change what Ansible makes of the task.
     type: dict
     required: true
+  reboot:
+    description:
+      - The reboot contract's gate, applied where the decision has no other problem, to its C(reboot_reasons) (a list
+        of strings; empty where no reboot is needed).
+      - Where a reboot is needed and not allowed, the task fails before any change, saying why and which variable
+        allows it; in check mode the preview goes on with that text as a warning. An allowed reboot is announced as a
+        warning.
+    type: dict
+    suboptions:
+      role:
+        description: The role's variable prefix, whose C(<role>_reboot_ok) allows the reboot.
+        type: str
+        required: true
+      allowed:
+        description: The value of C(<role>_reboot_ok); the strings C(true), C(false), C(yes), C(no) count as booleans.
+        type: bool
+        required: true
+      change:
+        description: What the role does before it reboots, as a verb phrase (C(install the driver)).
+        type: str
+        required: true
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
@@ -37,6 +58,10 @@ EXAMPLES = r"""
 - name: Work out the node's problems and the plan, and stop on any problem
   gpuops.bringup.decide:
     decision: "{{ ansible_facts.gpuops_os | gpuops.bringup.os_baseline_preflight(inventory_hostname, __settings) }}"
+    reboot:
+      role: os_baseline
+      allowed: "{{ os_baseline_reboot_ok | bool }}"
+      change: apply the change
   register: __os_baseline_preflight
 """
 

@@ -1,7 +1,7 @@
-"""The reboot contract's gate (roles/_common/tasks/reboot_gate.yml), through Ansible: each stage's preflight includes
-it with the reasons its changes need a reboot. A real run stops before any change unless <role>_reboot_ok; a dry run
-previews the whole plan and says where the real run would stop; an allowed reboot is announced. One real run and one
-dry run, each case a host of its own (preflight_harness.CaseRun)."""
+"""The reboot contract's gate (module_utils reboot.gate, applied by the decide action), through Ansible: each stage's
+preflight decision carries the reasons its changes need a reboot. A real run stops before any change unless
+<role>_reboot_ok; a dry run previews the whole plan and says where the real run would stop; an allowed reboot is
+announced. One real run and one dry run, each case a host of its own (preflight_harness.CaseRun)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ PLAY = """
   gather_facts: false
   tasks:
     - name: The gate
-      ansible.builtin.import_role:
-        name: gpuops.bringup._common
-        tasks_from: reboot_gate.yml
-      vars:
-        __gpuops_reboot_role: nvidia_driver
-        __gpuops_reboot_reasons: "{{ reasons }}"
-        __gpuops_reboot_change: install the driver
+      gpuops.bringup.decide:
+        decision:
+          problems: "{{ problems | default([]) }}"
+          reboot_reasons: "{{ reasons }}"
+        reboot:
+          role: nvidia_driver
+          allowed: "{{ nvidia_driver_reboot_ok }}"
+          change: install the driver
     - name: After the gate
       ansible.builtin.debug:
         msg: the role goes on
@@ -40,6 +41,8 @@ CASES = {
     **{case: {"reasons": REASONS, "nvidia_driver_reboot_ok": ok} for case, ok in REFUSED.items()},
     "allowed": {"reasons": REASONS, "nvidia_driver_reboot_ok": "true"},
     "no_reboot": {"reasons": [], "nvidia_driver_reboot_ok": False},
+    # Refused for its input anyway: the operator is not asked to allow a reboot too.
+    "refused_input": {"reasons": REASONS, "nvidia_driver_reboot_ok": False, "problems": ["refused_input: bad input"]},
 }
 
 
@@ -74,3 +77,9 @@ def test_no_reboot_needed_says_nothing(gate):
     run, _dry = gate
     output = run.assert_passes_unchanged("no_reboot")
     assert "reboot" not in output and output.endswith("the role goes on")
+
+
+def test_a_node_refused_for_its_input_is_not_asked_for_a_reboot(gate):
+    run, _dry = gate
+    run.assert_fails_with("refused_input", ["refused_input: bad input"])
+    assert "reboot" not in run.text("refused_input")

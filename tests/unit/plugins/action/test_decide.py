@@ -109,3 +109,55 @@ def test_the_result_is_the_decision_and_unchanged():
     assert decision_result({"problems": [], "a": 1}) == {"problems": [], "a": 1, "changed": False}
     assert decision_result({"problems": ["p"]}) == {"problems": ["p"], "changed": False, "failed": True, "msg": "p"}
     assert decision_result({"problems": [], "warnings": ["w"]}) == {"problems": [], "warnings": ["w"], "changed": False}
+
+
+# The reboot contract's gate over a decision's reboot_reasons (module_utils reboot.gate; through Ansible in
+# tests/integration/test_reboot_gate.py).
+GATE = {"role": "rdma_fabric", "allowed": False, "change": "install DOCA-OFED"}
+STOP = (
+    "n1 will need a reboot (the profile's kernel modules replace ib_core) and rdma_fabric_reboot_ok is false, so "
+    "nothing was changed. Fix: set rdma_fabric_reboot_ok: true to let the role install DOCA-OFED and reboot the node "
+    "(drain it first if it runs workloads)."
+)
+NEEDS = {"problems": [], "reboot_reasons": ["the profile's kernel modules replace ib_core"]}
+
+
+def test_a_refused_reboot_is_the_decisions_problem():
+    result = decision_result(NEEDS, GATE, "n1")
+    assert (result["failed"], result["msg"], result["problems"]) == (True, STOP, [])
+
+
+def test_a_refused_reboot_in_check_mode_is_a_warning_and_the_preview_goes_on():
+    result = decision_result({**NEEDS, "warnings": ["w"]}, GATE, "n1", check_mode=True)
+    assert "failed" not in result
+    assert result["warnings"] == ["w", f"Check mode, so the preview goes on; a real run stops here: {STOP}"]
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_an_allowed_reboot_is_announced(check_mode):
+    result = decision_result(NEEDS, {**GATE, "allowed": True}, "n1", check_mode=check_mode)
+    assert "failed" not in result
+    assert result["warnings"] == [
+        "n1 will need a reboot (the profile's kernel modules replace ib_core), which rdma_fabric_reboot_ok allows: "
+        "the role will install DOCA-OFED and reboot the node."
+    ]
+
+
+def test_no_reboot_needed_says_nothing():
+    assert decision_result({"problems": [], "reboot_reasons": []}, GATE, "n1") == {
+        "problems": [],
+        "reboot_reasons": [],
+        "changed": False,
+    }
+
+
+def test_a_node_with_problems_is_not_asked_for_a_reboot():
+    result = decision_result({**NEEDS, "problems": ["p"]}, GATE, "n1")
+    assert (result["msg"], "warnings" in result) == ("p", False)
+
+
+@pytest.mark.parametrize("reasons", [None, "one", [1]])
+def test_a_gated_decision_without_its_reasons_list_is_refused(reasons):
+    decision = {"problems": []} if reasons is None else {"problems": [], "reboot_reasons": reasons}
+    with pytest.raises(AnsibleActionFail, match="must hold reboot_reasons, a list of strings"):
+        decision_result(decision, GATE, "n1")
