@@ -6,7 +6,7 @@ them, and its verification."""
 from __future__ import annotations
 
 from ansible_collections.gpuops.bringup.plugins.module_utils import rdma_fabric
-from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import fields, mapping, plain
+from ansible_collections.gpuops.bringup.plugins.plugin_utils.filter_args import fields, mapping, names, plain
 
 
 def _arg(name):
@@ -29,6 +29,16 @@ def _preflight(node, host, variables, hardware, reads, peer, tables):
         reads=arg(reads, "what preflight read"),
         peer=arg(peer, "the bandwidth peer"),
         tables=arg(tables, "the role's tables"),
+    )
+
+
+def _packages(packages, host, stack_packages, os_packages):
+    name = "rdma_fabric_packages"
+    return rdma_fabric.package_steps(
+        host=str(host),
+        stack_packages=names(stack_packages, "the stack's packages", name),
+        os_packages=names(os_packages, "the OS tools", name),
+        packages=plain(mapping(packages, "package_info's packages", name)),
     )
 
 
@@ -77,6 +87,7 @@ class FilterModule:
     def filters(self):
         return {
             "rdma_fabric_preflight": _preflight,
+            "rdma_fabric_packages": _packages,
             "rdma_fabric_paths": _paths,
             "rdma_fabric_ports": _ports,
             "rdma_fabric_steps": _steps,

@@ -22,7 +22,7 @@ import posixpath
 import re
 import uuid
 
-from ansible_collections.gpuops.bringup.plugins.module_utils import apt, repositories
+from ansible_collections.gpuops.bringup.plugins.module_utils import apt, osinfo, repositories
 
 PEERMEM_SUFFIX = "-peermem"
 DOCA_KERNEL_PACKAGE = "mlnx-ofed-kernel-dkms"
@@ -504,6 +504,38 @@ def preflight(*, host, variables, hardware, node, reads, peer, tables):
         "doca_version": doca_version,
         "network_tool": tool,
         "hcas": hcas,
+    }
+
+
+def package_steps(*, host, stack_packages, os_packages, packages):
+    """What install does for the inbox stack, from preflight's package_info read of its packages and the OS tools':
+    {problems, install, os_tools, hold, act}.
+
+    install: the stack's packages as apt takes them (name=version: the installed version, else the candidate, so a
+    converged node is never upgraded behind its hold) that are not installed at that version; os_tools: the OS tools
+    (the configuration's commands) not installed, every one where the stack is installed first (its dependencies may
+    bring some, and apt answers those without a change); hold: whether holding the stack changes anything (an
+    install, or a package the read found not held); act: whether any step is to run. A package no source carries
+    (neither installed nor a candidate) is a problem, before any change.
+    """
+    entry = {name: packages.get(name) or {} for name in (*stack_packages, *os_packages)}
+    missing = [name for name, info in entry.items() if not info.get("installed") and not info.get("candidate")]
+    if missing:
+        problems = [
+            f"{host}: no configured package source carries {', '.join(missing)}. Nothing was changed. Fix: Debian's "
+            "main component in the package sources (stage 1 writes them), then run again."
+        ]
+        return {"problems": problems, "install": [], "os_tools": [], "hold": False, "act": False}
+    pins = [f"{name}={entry[name].get('installed') or entry[name].get('candidate')}" for name in stack_packages]
+    install = apt.pending(pins, packages)
+    os_tools = list(os_packages) if install else apt.pending(list(os_packages), packages)
+    hold = bool(install) or osinfo.unheld(list(stack_packages), packages) != []
+    return {
+        "problems": [],
+        "install": install,
+        "os_tools": os_tools,
+        "hold": hold,
+        "act": bool(install or os_tools or hold),
     }
 
 

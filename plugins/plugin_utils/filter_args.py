@@ -14,6 +14,14 @@ def mapping(value, what, name):
     return value
 
 
+def names(value, what, name):
+    """value, a list, as plain strings; otherwise an error naming the filter (gpuops.bringup.<name>) and the
+    argument: a string would otherwise be read a character at a time."""
+    if not isinstance(value, list):
+        raise AnsibleFilterError(f"gpuops.bringup.{name} needs {what} (a list), got {type(value).__name__}")
+    return [str(item) for item in value]
+
+
 def fields(value, what, name, keys):
     """The mapping's keys, each given (plain): a missing one would otherwise be read as an empty table or read; an
     error naming the filter (gpuops.bringup.<name>), the argument and the missing keys."""

@@ -30,8 +30,8 @@ TABLES = {"doca_releases": {"3.1.0": ["ubuntu24.04"]}, "doca_dir": "", "network_
 
 def test_the_filters_are_registered():
     assert sorted(FILTERS) == [
-        "rdma_fabric_paths", "rdma_fabric_ports", "rdma_fabric_preflight", "rdma_fabric_steps",
-        "rdma_fabric_verify_problems",
+        "rdma_fabric_packages", "rdma_fabric_paths", "rdma_fabric_ports", "rdma_fabric_preflight",
+        "rdma_fabric_steps", "rdma_fabric_verify_problems",
     ]  # fmt: skip
 
 
@@ -73,3 +73,14 @@ def test_paths_name_a_state_that_is_no_mapping():
         AnsibleFilterError, match=r"rdma_fabric_paths needs the state decided in preflight \(a mapping\)"
     ):
         FILTERS["rdma_fabric_paths"](settings, "n1", "nvidia-peermem", None, [])
+
+
+def test_packages_name_an_argument_of_the_wrong_kind():
+    with pytest.raises(AnsibleFilterError, match=r"rdma_fabric_packages needs package_info's packages \(a mapping\)"):
+        FILTERS["rdma_fabric_packages"]([], "n1", ["rdma-core"], ["ethtool"])
+    with pytest.raises(
+        AnsibleFilterError, match=r"rdma_fabric_packages needs the stack's packages \(a list\), got str"
+    ):
+        FILTERS["rdma_fabric_packages"]({}, "n1", "rdma-core", ["ethtool"])
+    with pytest.raises(AnsibleFilterError, match=r"rdma_fabric_packages needs the OS tools \(a list\), got str"):
+        FILTERS["rdma_fabric_packages"]({}, "n1", ["rdma-core"], "ethtool")

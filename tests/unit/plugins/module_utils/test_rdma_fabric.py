@@ -600,3 +600,75 @@ def test_every_problem_at_once():
         NO_NMCLI,
         PEERMEM_NO_DRIVER,
     ]
+
+
+# package_steps: package_info's entries as it reads a Debian 12 node (installed, candidate, held, broken).
+STACK = ["rdma-core", "perftest"]
+TOOLS = ["iproute2", "ethtool"]
+
+
+def pkg(installed=None, candidate="1.0", held=False, broken=False):
+    return {"installed": installed, "candidate": candidate, "held": held, "broken": broken}
+
+
+def converged(**changes):
+    packages = {name: pkg("1.0", held=True) for name in STACK} | {name: pkg("1.0") for name in TOOLS}
+    return packages | changes
+
+
+def test_a_converged_node_has_no_package_step():
+    steps = rdma_fabric.package_steps(host="n1", stack_packages=STACK, os_packages=TOOLS, packages=converged())
+    assert steps == {"problems": [], "install": [], "os_tools": [], "hold": False, "act": False}
+
+
+def test_a_fresh_node_installs_the_candidates_then_every_tool_and_holds():
+    packages = {name: pkg(candidate="2.0") for name in STACK + TOOLS}
+    steps = rdma_fabric.package_steps(host="n1", stack_packages=STACK, os_packages=TOOLS, packages=packages)
+    assert steps == {
+        "problems": [],
+        "install": ["rdma-core=2.0", "perftest=2.0"],
+        "os_tools": TOOLS,
+        "hold": True,
+        "act": True,
+    }
+
+
+def test_an_installed_package_is_pinned_at_its_version_not_the_newer_candidate():
+    packages = converged(perftest=pkg("1.0", candidate="9.0", held=True))
+    steps = rdma_fabric.package_steps(host="n1", stack_packages=STACK, os_packages=TOOLS, packages=packages)
+    assert (steps["install"], steps["act"]) == ([], False)
+
+
+def test_a_broken_stack_package_is_installed_again_with_every_tool():
+    packages = converged(perftest=pkg("1.0", held=True, broken=True))
+    steps = rdma_fabric.package_steps(host="n1", stack_packages=STACK, os_packages=TOOLS, packages=packages)
+    assert (steps["install"], steps["os_tools"], steps["hold"]) == (["perftest=1.0"], TOOLS, True)
+
+
+def test_a_lifted_hold_is_the_only_step():
+    packages = converged(perftest=pkg("1.0", held=False))
+    steps = rdma_fabric.package_steps(host="n1", stack_packages=STACK, os_packages=TOOLS, packages=packages)
+    assert steps == {"problems": [], "install": [], "os_tools": [], "hold": True, "act": True}
+
+
+def test_a_missing_tool_alone_is_installed_without_the_stack():
+    packages = converged(ethtool=pkg(None, candidate="6.1"))
+    steps = rdma_fabric.package_steps(host="n1", stack_packages=STACK, os_packages=TOOLS, packages=packages)
+    assert steps == {"problems": [], "install": [], "os_tools": ["ethtool"], "hold": False, "act": True}
+
+
+@pytest.mark.parametrize("absent", [{"perftest": pkg(None, candidate=None)}, {"ethtool": None}, {}])
+def test_a_package_no_source_carries_is_a_problem_before_any_change(absent):
+    packages = converged(**absent) if absent else {}
+    steps = rdma_fabric.package_steps(host="n1", stack_packages=STACK, os_packages=TOOLS, packages=packages)
+    carried = [name for name in STACK + TOOLS if absent == {} or name in absent]
+    assert steps == {
+        "problems": [
+            f"n1: no configured package source carries {', '.join(carried)}. Nothing was changed. Fix: Debian's main "
+            "component in the package sources (stage 1 writes them), then run again."
+        ],
+        "install": [],
+        "os_tools": [],
+        "hold": False,
+        "act": False,
+    }
