@@ -91,7 +91,8 @@ PORT_RATES = (0, 10, 20, 25, 40, 50, 56, 100, 200, 400, 800)
 FIX = "see plugins/module_utils/hardware_profiles.py for complete profiles"
 
 
-def _is_int(value):
+def is_int(value):
+    """An integer, not a bool (YAML's true is an int to Python)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -100,9 +101,9 @@ _FIELDS = (
     ("profile", is_name, "the profile group's name (lower case, digits, underscores)"),
     ("gpu.model", lambda v: isinstance(v, str), "the product name nvidia-smi reports"),
     ("gpu.architecture", lambda v: v in ARCHITECTURES, f"one of {', '.join(ARCHITECTURES)}"),
-    ("gpu.count", lambda v: _is_int(v) and 0 <= v <= 16, "an integer from 0 to 16"),
+    ("gpu.count", lambda v: is_int(v) and 0 <= v <= 16, "an integer from 0 to 16"),
     ("gpu.nvswitch", lambda v: isinstance(v, bool), "true or false"),
-    ("infiniband.ports", lambda v: _is_int(v) and 0 <= v <= 32, "an integer from 0 to 32"),
+    ("infiniband.ports", lambda v: is_int(v) and 0 <= v <= 32, "an integer from 0 to 32"),
     ("infiniband.rate_gbps", lambda v: v in PORT_RATES, f"one of {', '.join(map(str, PORT_RATES))}"),
     ("infiniband.link_layer", lambda v: v in LINK_LAYERS, " or ".join(LINK_LAYERS)),
 )

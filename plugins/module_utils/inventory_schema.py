@@ -31,10 +31,6 @@ def node_hosts(groups):
     return f"all:!{CONTROL_PLANE_GROUP}" if CONTROL_PLANE_GROUP in groups else "all"
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def check_hardware(where, hardware):
     """Problems in one gpuops_hardware mapping, each naming the key, the value and the fix."""
     if not isinstance(hardware, dict):
@@ -65,7 +61,7 @@ def _endpoint(where, address, port, problems):
         return None
     if isinstance(port, str) and port.isascii() and port.isdigit():
         port = int(port)
-    if port is not None and not (_is_int(port) and 1 <= port <= 65535):
+    if port is not None and not (hardware_profiles.is_int(port) and 1 <= port <= 65535):
         problems.append(f"{where}: ansible_port is {port!r}, not a port; give a number from 1 to 65535, e.g. 22")
         return None
     return address, port
